@@ -1,0 +1,141 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Page is one page of a list with the cursor of the next (empty at the end).
+type Page[T any] struct {
+	Rows       []T
+	NextCursor string
+}
+
+// Page size bounds for every list tool.
+const (
+	DefaultPageSize = 25
+	MaxPageSize     = 100
+)
+
+// SaleQuery filters the sales of the principal's tenant.
+type SaleQuery struct {
+	Status string
+	Limit  int
+	After  *Keyset
+}
+
+// ItemQuery filters the items of the principal's tenant.
+type ItemQuery struct {
+	SaleID   string
+	Status   string
+	Room     string
+	Category string // prefix match on the dotted category path
+	Limit    int
+	After    *Keyset
+}
+
+// CandidateQuery filters the candidates of the principal's tenant.
+type CandidateQuery struct {
+	SaleID       string
+	ReviewStatus string
+	Limit        int
+	After        *Keyset
+}
+
+// DemandQuery filters demand signals.
+type DemandQuery struct {
+	SaleID   string
+	Category string
+}
+
+// NewCandidate is the input of the P5 candidate chain.
+type NewCandidate struct {
+	SaleID             string `json:"sale_id"`
+	Title              string `json:"title"`
+	Description        string `json:"description,omitempty"`
+	Category           string `json:"category,omitempty"`
+	Room               string `json:"room,omitempty"`
+	Condition          string `json:"condition,omitempty"`
+	Quantity           int    `json:"quantity,omitempty"`
+	SuppliedPriceCents *int64 `json:"supplied_price_cents,omitempty"`
+	Notes              string `json:"notes,omitempty"`
+}
+
+// CandidateCreated is the result of the candidate chain (spec §13.1).
+type CandidateCreated struct {
+	CandidateID          string `json:"candidate_id"`
+	ReviewStatus         string `json:"review_status"`
+	CanonicalItemCreated bool   `json:"canonical_item_created"`
+	SourceDescriptorID   string `json:"source_descriptor_id"`
+	ImportRunID          string `json:"import_run_id"`
+	SourceRecordID       string `json:"source_record_id"`
+	SaleID               string `json:"sale_id"`
+}
+
+// IdempotencyKey scopes a persisted write: tenant + client + tool + tool major
+// version + the caller's key. Fingerprint is the sha256 of the canonical input
+// without the key and request id.
+type IdempotencyKey struct {
+	TenantID    string
+	ClientID    string
+	Tool        string
+	ToolMajor   int
+	Key         string
+	Fingerprint string
+}
+
+// WriteMeta travels with every persisted write so that the Backend can commit
+// the idempotency row and the call's plugin_event in the same transaction as
+// the domain write. The Backend fills Event.Related and Event.Outcome.
+//
+// Started is when the call reached the gate: the Backend sets
+// Event.Metrics.LatencyMS from it just before committing.
+type WriteMeta struct {
+	Idem    IdempotencyKey
+	Event   Event
+	Started time.Time
+}
+
+// WriteOutcome tells the gate whether a write ran or replayed a stored one.
+type WriteOutcome struct {
+	Replayed        bool
+	OriginalEventID string
+	Related         Related
+}
+
+// StoredResult is what the idempotency cache keeps of a first execution.
+type StoredResult struct {
+	Result  json.RawMessage `json:"result"`
+	Related Related         `json:"related"`
+	EventID string          `json:"event_id"`
+}
+
+// Backend is the P5/P6 domain surface plus the P7 records. The embedded store
+// and the live Supabase backend implement it; the gate sees only this.
+//
+// Every method is tenant-scoped by the Principal: a reference to another
+// tenant's record fails exactly like a missing one (a *RefError).
+type Backend interface {
+	Mode() Mode
+
+	// ResolvePrincipal turns a client credential into a principal. An empty
+	// credential means the demo client in mock mode and Anonymous in live
+	// mode. A wrong, suspended or revoked credential is an error, never the
+	// demo client.
+	ResolvePrincipal(ctx context.Context, credential string) (Principal, error)
+
+	ListSales(ctx context.Context, p Principal, q SaleQuery) (Page[Sale], error)
+	ListItems(ctx context.Context, p Principal, q ItemQuery) (Page[Item], error)
+	ListCandidates(ctx context.Context, p Principal, q CandidateQuery) (Page[Candidate], error)
+	DemandSignals(ctx context.Context, p Principal, q DemandQuery) ([]DemandSignal, error)
+
+	// CreateCandidate runs the P5 chain (source descriptor → import run →
+	// source record → candidate) with the idempotency row and plugin_event in
+	// one transaction.
+	CreateCandidate(ctx context.Context, p Principal, w WriteMeta, in NewCandidate) (CandidateCreated, WriteOutcome, error)
+
+	// AppendEvent records the plugin_event of a call that wrote nothing
+	// (reads, blocks, failures, replays).
+	AppendEvent(ctx context.Context, e Event) error
+}

@@ -1,0 +1,59 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors a Backend returns (wrapped with context). The gate maps
+// each to one code of the P7 taxonomy with a message safe for a model.
+var (
+	ErrNotFound            = errors.New("record not found")
+	ErrCrossTenant         = errors.New("record belongs to another tenant")
+	ErrInvalidInput        = errors.New("invalid input")
+	ErrIdempotencyConflict = errors.New("idempotency key reused with different input")
+	ErrIdempotencyInFlight = errors.New("idempotency key in use by a request still running")
+	ErrStaleVersion        = errors.New("target version changed")
+	ErrTransitionInvalid   = errors.New("domain transition not allowed")
+	ErrPermissionDenied    = errors.New("permission denied")
+	ErrClientNotRegistered = errors.New("client not registered")
+	ErrClientSuspended     = errors.New("client suspended")
+	ErrAuthRequired        = errors.New("authentication required")
+	ErrUnavailable         = errors.New("backend unavailable")
+)
+
+// InputError is an invalid-input error that names the offending field and a
+// reason a model can act on. It matches ErrInvalidInput with errors.Is.
+type InputError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Invalid builds an InputError.
+func Invalid(field, reason string) error { return &InputError{Field: field, Reason: reason} }
+
+// RefError reports an unknown reference by its field and id. The same error
+// is returned for a missing record and a record of another tenant, so answers
+// give no existence oracle; CrossTenant is for the audit only.
+type RefError struct {
+	Field       string
+	ID          string
+	CrossTenant bool
+}
+
+func (e *RefError) Error() string { return fmt.Sprintf("unknown %s %q", e.Field, e.ID) }
+
+// Is makes errors.Is match ErrNotFound, and ErrCrossTenant when it applies.
+func (e *RefError) Is(target error) bool {
+	return target == ErrNotFound || (e.CrossTenant && target == ErrCrossTenant)
+}
+
+// UnknownRef builds a RefError.
+func UnknownRef(field, id string, crossTenant bool) error {
+	return &RefError{Field: field, ID: id, CrossTenant: crossTenant}
+}
