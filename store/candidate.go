@@ -1,0 +1,281 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// IdempotencyTTL is how long a persisted write's key is honoured: a retry
+// within 24 hours of the first execution replays it; after that the key
+// starts a new execution and PruneIdempotency may delete the old row.
+const IdempotencyTTL = 24 * time.Hour
+
+// Vocabulary of the candidate chain for MCP-originated candidates.
+const (
+	sourceKindMCP   = "mcp_client"
+	importKindMCP   = "mcp"
+	importCompleted = "completed"
+)
+
+// CreateCandidate runs the P5 candidate chain in ONE write transaction:
+//
+//  1. idempotency: a live row for w.Idem with the same fingerprint replays
+//     the stored result and writes nothing; another fingerprint is
+//     ErrIdempotencyConflict, nothing written;
+//  2. the sale must belong to the principal's tenant (RefError otherwise);
+//  3. the MCP source descriptor of (tenant, client) is reused or created, then
+//     an import run (kind mcp, completed, 1 record), a source record holding
+//     the canonical JSON of in, and the candidate (needs_review, version 1);
+//  4. w.Event is inserted with Outcome success and Related filled;
+//  5. the idempotency row keeps the result for replays.
+//
+// The transaction is BEGIN IMMEDIATE and the lookup of step 1 runs inside
+// it, so two processes racing on one key serialise: the second sees the
+// first's row and replays. It never touches items: promotion to a canonical
+// item is a separate, reviewed step.
+func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewCandidate) (domain.CandidateCreated, domain.WriteOutcome, error) {
+	var (
+		res domain.CandidateCreated
+		out domain.WriteOutcome
+	)
+	if err := requireTenant(p); err != nil {
+		return res, out, err
+	}
+	if err := checkWriteMeta(p, w); err != nil {
+		return res, out, err
+	}
+	if strings.TrimSpace(in.SaleID) == "" {
+		return res, out, domain.Invalid("sale_id", "required")
+	}
+	if strings.TrimSpace(in.Title) == "" {
+		return res, out, domain.Invalid("title", "required")
+	}
+	if in.Quantity < 0 {
+		return res, out, domain.Invalid("quantity", "must not be negative")
+	}
+	if in.SuppliedPriceCents != nil && *in.SuppliedPriceCents < 0 {
+		return res, out, domain.Invalid("supplied_price_cents", "must not be negative")
+	}
+	payload, err := canonicalJSON(in)
+	if err != nil {
+		return res, out, fmt.Errorf("store: create candidate: encode input: %w", domain.ErrInvalidInput)
+	}
+
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		now := s.clock.Now()
+		stored, found, err := s.lookupIdem(ctx, tx, w.Idem, now)
+		if err != nil {
+			return err
+		}
+		if found {
+			if stored.fingerprint != w.Idem.Fingerprint {
+				return fmt.Errorf("store: create candidate: key %q: %w", w.Idem.Key, domain.ErrIdempotencyConflict)
+			}
+			if err := json.Unmarshal(stored.result.Result, &res); err != nil {
+				return s.dbErr("create candidate: stored result", err)
+			}
+			out = domain.WriteOutcome{Replayed: true, OriginalEventID: stored.result.EventID, Related: stored.result.Related.Normalized()}
+			return nil // nothing written: the empty transaction commits
+		}
+
+		if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", in.SaleID, p.TenantID); err != nil {
+			return err
+		}
+		if err := s.checkClientActive(ctx, tx, p); err != nil {
+			return err
+		}
+		descID, err := s.mcpDescriptor(ctx, tx, p, now)
+		if err != nil {
+			return err
+		}
+		runID := s.ids.New(domain.PrefixRun)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO import_runs (id, tenant_id, source_descriptor_id, sale_id, kind, status,
+			record_count, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)`,
+			runID, p.TenantID, descID, in.SaleID, importKindMCP, importCompleted, ts(now)); err != nil {
+			return s.dbErr("create candidate: import run", err)
+		}
+		recordID := s.ids.New(domain.PrefixRecord)
+		sum := sha256.Sum256(payload)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash, payload,
+			created_at) VALUES (?, ?, ?, 1, ?, ?, ?)`,
+			recordID, p.TenantID, runID, "sha256:"+hex.EncodeToString(sum[:]), string(payload), ts(now)); err != nil {
+			return s.dbErr("create candidate: source record", err)
+		}
+		cand := domain.Candidate{
+			ID: s.ids.New(domain.PrefixCandidate), TenantID: p.TenantID, SaleID: in.SaleID, Kind: domain.CandidateNewItem,
+			Title: in.Title, Description: in.Description, Category: in.Category, Room: in.Room, Condition: in.Condition,
+			Quantity: atLeastOne(in.Quantity), SuppliedPriceCents: in.SuppliedPriceCents, Notes: in.Notes,
+			ReviewStatus: domain.ReviewNeedsReview, SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID,
+			CreatedByClientID: p.Client.ID, Version: 1, CreatedAt: now,
+		}
+		if err := insertCandidate(ctx, tx, cand); err != nil {
+			return s.dbErr("create candidate: candidate", err)
+		}
+		res = domain.CandidateCreated{
+			CandidateID: cand.ID, ReviewStatus: cand.ReviewStatus, CanonicalItemCreated: false,
+			SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID, SaleID: in.SaleID,
+		}
+
+		related := domain.Related{SourceImportRunIDs: []string{runID}, SourceImportRecordIDs: []string{recordID}, CandidateIDs: []string{cand.ID}}
+		if err := s.commitWriteEvent(ctx, tx, w, related, now); err != nil {
+			return err
+		}
+
+		if err := s.storeIdempotency(ctx, tx, w, res, related, now); err != nil {
+			return err
+		}
+		out = domain.WriteOutcome{Replayed: false, OriginalEventID: w.Event.ID, Related: related.Normalized()}
+		return nil
+	})
+	if err != nil {
+		return domain.CandidateCreated{}, domain.WriteOutcome{}, err
+	}
+	return res, out, nil
+}
+
+// checkWriteMeta refuses write metadata that does not belong to the
+// principal: the idempotency scope is the caller's own (tenant, client), and
+// every write is audited under an event id.
+func checkWriteMeta(p domain.Principal, w domain.WriteMeta) error {
+	k := w.Idem
+	switch {
+	case k.Key == "":
+		return domain.Invalid("idempotency_key", "required for a persisted write")
+	case k.Fingerprint == "" || k.Tool == "":
+		return fmt.Errorf("store: idempotency scope without tool or fingerprint: %w", domain.ErrInvalidInput)
+	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
+		return fmt.Errorf("store: idempotency scope is not the principal's: %w", domain.ErrInvalidInput)
+	case w.Event.ID == "":
+		return fmt.Errorf("store: write without an event id: %w", domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+type idemRow struct {
+	fingerprint string
+	result      domain.StoredResult
+}
+
+// lookupIdem finds the live idempotency row of k. An expired row is deleted
+// here, inside the write transaction, so the key can start afresh.
+func (s *Store) lookupIdem(ctx context.Context, tx *sql.Tx, k domain.IdempotencyKey, now time.Time) (idemRow, bool, error) {
+	var (
+		row            idemRow
+		result, expiry string
+	)
+	err := tx.QueryRowContext(ctx, `SELECT fingerprint, result, expires_at FROM idempotency_keys
+		WHERE tenant_id = ? AND client_id = ? AND tool = ? AND tool_major = ? AND key = ?`,
+		k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key).Scan(&row.fingerprint, &result, &expiry)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, false, nil
+	}
+	if err != nil {
+		return row, false, s.dbErr("idempotency lookup", err)
+	}
+	if expiry <= ts(now) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys
+			WHERE tenant_id = ? AND client_id = ? AND tool = ? AND tool_major = ? AND key = ?`,
+			k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key); err != nil {
+			return row, false, s.dbErr("idempotency expire", err)
+		}
+		return row, false, nil
+	}
+	if err := json.Unmarshal([]byte(result), &row.result); err != nil {
+		return row, false, s.dbErr("idempotency decode", err)
+	}
+	return row, true, nil
+}
+
+// checkClientActive re-reads the principal's client inside the write
+// transaction: a suspension committed after the gate resolved the principal
+// still stops the write.
+func (s *Store) checkClientActive(ctx context.Context, tx *sql.Tx, p domain.Principal) error {
+	var status string
+	err := tx.QueryRowContext(ctx, "SELECT status FROM mcp_clients WHERE id = ? AND tenant_id = ?", p.Client.ID, p.TenantID).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: client %s: %w", p.Client.ID, domain.ErrClientNotRegistered)
+	}
+	if err != nil {
+		return s.dbErr("check client", err)
+	}
+	switch status {
+	case domain.ClientActive:
+		return nil
+	case domain.ClientSuspended:
+		return fmt.Errorf("store: client %s: %w", p.Client.ID, domain.ErrClientSuspended)
+	default:
+		return fmt.Errorf("store: client %s is %s: %w", p.Client.ID, status, domain.ErrClientNotRegistered)
+	}
+}
+
+// mcpDescriptor returns the one source descriptor of kind mcp_client for the
+// principal's (tenant, client), creating it on first use. A unique partial
+// index backs the "one" across processes.
+func (s *Store) mcpDescriptor(ctx context.Context, tx *sql.Tx, p domain.Principal, now time.Time) (string, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, "SELECT id FROM source_descriptors WHERE tenant_id = ? AND client_id = ? AND kind = ?",
+		p.TenantID, p.Client.ID, sourceKindMCP).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", s.dbErr("source descriptor", err)
+	}
+	id = s.ids.New(domain.PrefixSource)
+	label := p.Client.Name
+	if label == "" {
+		label = p.Client.ID
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO source_descriptors (id, tenant_id, kind, client_id, label, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, id, p.TenantID, sourceKindMCP, p.Client.ID, "MCP client "+label, ts(now)); err != nil {
+		return "", s.dbErr("source descriptor", err)
+	}
+	return id, nil
+}
+
+// PruneIdempotency deletes the idempotency rows that expired at or before
+// now and reports how many.
+func (s *Store) PruneIdempotency(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE expires_at <= ?", ts(now))
+		if err != nil {
+			return s.dbErr("prune idempotency", err)
+		}
+		n, _ = r.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+// canonicalJSON encodes v with sorted object keys and no HTML escaping, so
+// equal inputs always give equal bytes (and equal payload hashes).
+func canonicalJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep integers exact
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil { // maps encode with sorted keys
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

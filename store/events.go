@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+var outcomes = []string{domain.OutcomeSuccess, domain.OutcomeReplayed, domain.OutcomeBlocked, domain.OutcomeFailed}
+
+// AppendEvent records the plugin_event of a call that wrote nothing (a read,
+// a block, a failure, a replay). Events are append-only: the table's
+// triggers refuse UPDATE and DELETE, and an event id can be recorded once.
+func (s *Store) AppendEvent(ctx context.Context, e domain.Event) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		if e.OccurredAt.IsZero() {
+			e.OccurredAt = s.clock.Now()
+		}
+		return s.insertEvent(ctx, tx, e)
+	})
+}
+
+// commitWriteEvent inserts the event of a persisted write inside its
+// transaction: outcome success, the records it wrote, and the latency from
+// the gate's start to this commit.
+func (s *Store) commitWriteEvent(ctx context.Context, tx *sql.Tx, w domain.WriteMeta, related domain.Related, now time.Time) error {
+	ev := w.Event
+	ev.Outcome = domain.OutcomeSuccess
+	ev.Related = related.Normalized()
+	if ev.OccurredAt.IsZero() {
+		ev.OccurredAt = now
+	}
+	if !w.Started.IsZero() {
+		ev.Metrics.LatencyMS = float64(time.Since(w.Started).Microseconds()) / 1000
+	}
+	return s.insertEvent(ctx, tx, ev)
+}
+
+// storeIdempotency records the first result of a persisted write under its
+// idempotency scope, in the write's own transaction, so a retry replays it.
+func (s *Store) storeIdempotency(ctx context.Context, tx *sql.Tx, w domain.WriteMeta, result any, related domain.Related, now time.Time) error {
+	resJSON, err := json.Marshal(result)
+	if err != nil {
+		return s.dbErr("idempotency: encode result", err)
+	}
+	stored, err := json.Marshal(domain.StoredResult{Result: resJSON, Related: related.Normalized(), EventID: w.Event.ID})
+	if err != nil {
+		return s.dbErr("idempotency: encode result", err)
+	}
+	k := w.Idem
+	if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint,
+		result, event_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key, k.Fingerprint, string(stored), w.Event.ID,
+		ts(now), ts(now.Add(IdempotencyTTL))); err != nil {
+		return s.dbErr("idempotency: insert row", err)
+	}
+	return nil
+}
+
+// insertEvent writes e inside tx. Related lists are normalised to [] (events
+// never carry null lists) and the instant to UTC before the body is encoded,
+// so the indexed columns and the body always agree.
+func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e domain.Event) error {
+	if e.ID == "" {
+		return fmt.Errorf("store: event without id: %w", domain.ErrInvalidInput)
+	}
+	if !slices.Contains(outcomes, e.Outcome) {
+		return fmt.Errorf("store: event %s: outcome %q: %w", e.ID, e.Outcome, domain.ErrInvalidInput)
+	}
+	e.Related = e.Related.Normalized()
+	e.OccurredAt = e.OccurredAt.UTC()
+	body, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("store: event %s: encode: %w", e.ID, domain.ErrInvalidInput)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO plugin_events (id, tenant_id, correlation_id, request_id, server_request_id,
+		tool_name, outcome, occurred_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, e.TenantID, e.CorrelationID, e.RequestID, e.ServerRequestID, e.Tool.Name, e.Outcome,
+		ts(e.OccurredAt), string(body)); err != nil {
+		return s.dbErr("append event", err)
+	}
+	return nil
+}
+
+// EventFilter selects plugin_events; empty fields match everything, set
+// fields must all match.
+type EventFilter struct {
+	TenantID        string
+	RequestID       string
+	ServerRequestID string
+	CorrelationID   string
+	Tool            string
+}
+
+// Events returns the plugin_events matching f in append (seq) order. It is
+// for tests and operators (doctor, the TUI's history), not for tools.
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]domain.Event, error) {
+	var w where
+	w.add("1 = 1")
+	for _, c := range []struct{ col, v string }{
+		{"tenant_id", f.TenantID}, {"request_id", f.RequestID}, {"server_request_id", f.ServerRequestID},
+		{"correlation_id", f.CorrelationID}, {"tool_name", f.Tool},
+	} {
+		if c.v != "" {
+			w.add(c.col+" = ?", c.v)
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT body FROM plugin_events"+w.sql()+" ORDER BY seq", w.args...)
+	if err != nil {
+		return nil, s.dbErr("events", err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := []domain.Event{}
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, s.dbErr("events: scan", err)
+		}
+		var e domain.Event
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
+			return nil, s.dbErr("events: decode", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("events", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// credentialHashPrefix is accepted in front of a stored credential hash, so
+// a hash written as "sha256:<hex>" (the project's hash notation) matches too.
+const credentialHashPrefix = "sha256:"
+
+// CredentialHash is how a client credential is stored: the hex sha256 of
+// the token. The token itself is never stored.
+func CredentialHash(credential string) string {
+	sum := sha256.Sum256([]byte(credential))
+	return hex.EncodeToString(sum[:])
+}
+
+// ResolvePrincipal turns a credential into the principal a call acts as.
+//
+//   - "" in mock mode: the demo client (demo = 1), which must be active.
+//   - "" in live mode: domain.Anonymous().
+//   - otherwise the client whose credential_hash is sha256(credential):
+//     unknown, pending or revoked → ErrClientNotRegistered; suspended →
+//     ErrClientSuspended. A wrong credential is never the demo client.
+//
+// It reads the database on every call, without a cache, so a suspension
+// committed by any process is enforced on the very next call. A read error
+// fails closed with ErrUnavailable.
+func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain.Principal, error) {
+	if credential == "" && s.mode == domain.ModeLive {
+		return domain.Anonymous(), nil
+	}
+	var (
+		p        domain.Principal
+		stored   sql.NullString
+		groups   string
+		tenantID string
+		actorID  string
+		status   string
+	)
+	const cols = `SELECT id, name, client_type, status, allowed_tool_groups, actor_id, tenant_id, credential_hash FROM mcp_clients `
+	var row *sql.Row
+	want := ""
+	if credential == "" {
+		row = s.r.QueryRowContext(ctx, cols+"WHERE demo = 1")
+	} else {
+		want = CredentialHash(credential)
+		row = s.r.QueryRowContext(ctx, cols+"WHERE credential_hash IN (?, ?)", want, credentialHashPrefix+want)
+	}
+	err := row.Scan(&p.Client.ID, &p.Client.Name, &p.Client.Type, &status, &groups, &actorID, &tenantID, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		if credential == "" {
+			return domain.Principal{}, fmt.Errorf("store: mock mode has no demo client: %w", domain.ErrClientNotRegistered)
+		}
+		return domain.Principal{}, fmt.Errorf("store: unknown credential: %w", domain.ErrClientNotRegistered)
+	}
+	if err != nil {
+		return domain.Principal{}, s.dbErr("resolve principal", err)
+	}
+	if credential != "" {
+		// The index lookup found the row; compare again in constant time so
+		// the decision itself never depends on where two hashes differ.
+		got := strings.TrimPrefix(stored.String, credentialHashPrefix)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			return domain.Principal{}, fmt.Errorf("store: unknown credential: %w", domain.ErrClientNotRegistered)
+		}
+	}
+	switch status {
+	case domain.ClientActive:
+	case domain.ClientSuspended:
+		return domain.Principal{}, fmt.Errorf("store: client %s: %w", p.Client.ID, domain.ErrClientSuspended)
+	default: // revoked, pending: not (or no longer) a registered client
+		return domain.Principal{}, fmt.Errorf("store: client %s is %s: %w", p.Client.ID, status, domain.ErrClientNotRegistered)
+	}
+	if err := json.Unmarshal([]byte(groups), &p.AllowedToolGroups); err != nil {
+		return domain.Principal{}, s.dbErr("resolve principal: tool groups", err)
+	}
+	if p.AllowedToolGroups == nil {
+		p.AllowedToolGroups = []string{}
+	}
+	err = s.r.QueryRowContext(ctx, "SELECT id, role FROM memberships WHERE tenant_id = ? AND user_id = ?", tenantID, actorID).
+		Scan(&p.MembershipID, &p.Role)
+	if errors.Is(err, sql.ErrNoRows) {
+		// A client acts for a member of its tenant; without one it can act
+		// for nobody, which is the same as not being registered.
+		return domain.Principal{}, fmt.Errorf("store: client %s: actor has no membership in its tenant: %w", p.Client.ID, domain.ErrClientNotRegistered)
+	}
+	if err != nil {
+		return domain.Principal{}, s.dbErr("resolve principal: membership", err)
+	}
+	p.ClientStatus = status
+	p.ActorID = actorID
+	p.ActorType = "seller"
+	p.TenantID = tenantID
+	return p, nil
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"modernc.org/sqlite"
+)
+
+// Errors of Open for a file the store refuses to touch. Each is returned
+// wrapped with the path; the file is left unchanged.
+var (
+	// ErrCorruptDB: the file is not a SQLite database (or is damaged).
+	ErrCorruptDB = errors.New("not a SQLite database or damaged")
+	// ErrForeignDB: the file is another application's SQLite database.
+	ErrForeignDB = errors.New("database belongs to another application")
+	// ErrNewerSchema: the file was written by a newer trovesnap.
+	ErrNewerSchema = errors.New("database schema is newer than this release")
+)
+
+// sqliteMagic opens every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// SQLite primary result codes the probe distinguishes.
+const (
+	sqliteCorrupt = 11
+	sqliteNotADB  = 26
+)
+
+// probe inspects an existing database without changing it. It runs before
+// the writer connects because the writer's own DSN already writes (it turns
+// on WAL), and a foreign or damaged file must stay exactly as it was.
+//
+// First the header bytes are read with plain file I/O, so a file that is not
+// SQLite at all is rejected without SQLite ever opening it. Then a separate
+// mode=ro connection with no pragmas reads application_id, user_version and
+// whether any table exists. mode=ro makes SQLite itself refuse every write;
+// at most it creates the -wal/-shm side files of a WAL database, which is
+// what any reader does and never changes the database file.
+func probe(ctx context.Context, path string) error {
+	main, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // a new database
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if !main.Mode().IsRegular() {
+		return fmt.Errorf("store: open %s: not a regular file: %w", path, ErrCorruptDB)
+	}
+	if main.Size() == 0 {
+		// An empty main file is a new database, unless a WAL beside it holds
+		// pages never checkpointed: then it is a database whose content
+		// lives in the WAL, and it must be probed like any other.
+		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
+			return nil
+		}
+	} else if err := checkHeader(path); err != nil {
+		return err
+	}
+
+	db, err := sql.Open("sqlite", fileURI(path)+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("store: open %s: probe: %w", path, err)
+	}
+	defer func() { _ = db.Close() }()
+	db.SetMaxOpenConns(1)
+
+	var appID, userVersion, tables int
+	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
+	if err == nil {
+		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+	}
+	if err == nil {
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").Scan(&tables)
+	}
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && (se.Code()&0xff == sqliteNotADB || se.Code()&0xff == sqliteCorrupt) {
+			return fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
+		}
+		return fmt.Errorf("store: open %s: probe: %w", path, err)
+	}
+
+	if appID != ApplicationID {
+		// An empty SQLite file (no table, version 0) is harmless to adopt:
+		// the first migration stamps our application id on it.
+		if tables > 0 || userVersion != 0 {
+			return fmt.Errorf("store: open %s: application_id %#x, %d tables: %w", path, appID, tables, ErrForeignDB)
+		}
+		return nil
+	}
+	if latest := LatestSchemaVersion(); userVersion > latest {
+		return fmt.Errorf("store: open %s: schema version %d, this release knows up to %d: %w", path, userVersion, latest, ErrNewerSchema)
+	}
+	return nil
+}
+
+// checkHeader reads the 100-byte database header with plain file I/O.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	hdr := make([]byte, 100)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return fmt.Errorf("store: open %s: shorter than a SQLite header: %w", path, ErrCorruptDB)
+		}
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if !bytes.Equal(hdr[:len(sqliteMagic)], sqliteMagic) {
+		return fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// The Store implements the Backend contract; this fails the build if it drifts.
+var _ domain.Backend = (*Store)(nil)
+
+// ApplicationID is written to the SQLite header (PRAGMA application_id) by the
+// first migration: 0x54524F56, "TROV". It is how Open tells a trovesnap file
+// from a foreign one without changing either.
+const ApplicationID = 0x54524F56
+
+// Pool sizes. One writer is the point (see doc.go); four readers cover the
+// concurrent reads of one server process.
+const (
+	readerConns    = 4
+	busyTimeoutMS  = 5000
+	defaultSyncMod = "NORMAL"
+)
+
+// Options configures Open. The zero value is a mock-mode store with the wall
+// clock, random ids, no seed, synchronous=NORMAL and no logging.
+type Options struct {
+	// Mode is mock (default) or live. It only changes what an empty
+	// credential resolves to and whether Reset is allowed.
+	Mode domain.Mode
+	// Clock stamps every row the store writes. Default domain.SystemClock.
+	Clock domain.Clock
+	// IDs mints new record ids. Default domain.RandomIDs. SeqIDs are for a
+	// single process only: two processes with SeqIDs mint the same ids.
+	IDs domain.IDs
+	// Seed is inserted once, when the database is created.
+	Seed *domain.Dataset
+	// Synchronous is "NORMAL" (default) or "FULL"; see doc.go.
+	Synchronous string
+	// Logger receives driver errors at debug level. Default: discard. The
+	// store never writes to stdout (it belongs to the MCP wire in stdio mode).
+	Logger *slog.Logger
+}
+
+// Store is the embedded SQLite Backend. It is safe for concurrent use.
+type Store struct {
+	path  string
+	mode  domain.Mode
+	clock domain.Clock
+	ids   domain.IDs
+	log   *slog.Logger
+
+	w *sql.DB // exactly one connection, BEGIN IMMEDIATE
+	r *sql.DB // query_only readers
+}
+
+// Open opens (creating and migrating if needed) the store at path.
+//
+// An existing non-empty file is first probed read-only: a file that is not
+// SQLite fails with ErrCorruptDB, another application's database with
+// ErrForeignDB, a trovesnap database from a newer release with
+// ErrNewerSchema; in each case the file is left exactly as it was. When the
+// database is created and opts.Seed is set, the dataset is inserted in the
+// same start-up.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.HasPrefix(path, ":") || strings.HasPrefix(path, "file:") {
+		// Several connections must share the data, so it must be a real file.
+		return nil, fmt.Errorf("store: open %q: a database file path is required: %w", path, domain.ErrInvalidInput)
+	}
+	s := &Store{path: path, mode: opts.Mode, clock: opts.Clock, ids: opts.IDs, log: opts.Logger}
+	switch s.mode {
+	case "":
+		s.mode = domain.ModeMock
+	case domain.ModeMock, domain.ModeLive:
+	default:
+		return nil, fmt.Errorf("store: open %s: unknown mode %q: %w", path, opts.Mode, domain.ErrInvalidInput)
+	}
+	if s.clock == nil {
+		s.clock = domain.SystemClock{}
+	}
+	if s.ids == nil {
+		s.ids = domain.RandomIDs{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	syncMode := strings.ToUpper(opts.Synchronous)
+	switch syncMode {
+	case "":
+		syncMode = defaultSyncMod
+	case "NORMAL", "FULL":
+	default:
+		return nil, fmt.Errorf("store: open %s: synchronous must be NORMAL or FULL, not %q: %w", path, opts.Synchronous, domain.ErrInvalidInput)
+	}
+
+	if err := probe(ctx, path); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
+	}
+	// Create the file ourselves so that it (and the -wal/-shm files SQLite
+	// derives from it) is private to the user: it holds credential hashes.
+	// O_EXCL: if another process just created it, use theirs.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		_ = f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("store: open %s: create file: %w", path, err)
+	}
+
+	var err error
+	if s.w, err = sql.Open("sqlite", dsn(path, syncMode, false)); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection, never recycled: SQLite serialises writers anyway, and a
+	// single connection makes BEGIN IMMEDIATE the only lock we take.
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := s.w.PingContext(ctx); err != nil {
+		_ = s.w.Close()
+		return nil, s.openErr("connect writer", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.w.Close()
+		return nil, err
+	}
+	if err := s.initialize(ctx, opts.Seed); err != nil {
+		_ = s.w.Close()
+		return nil, err
+	}
+	if s.r, err = sql.Open("sqlite", dsn(path, syncMode, true)); err != nil {
+		_ = s.w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(readerConns)
+	s.r.SetMaxIdleConns(readerConns)
+	if err := s.r.PingContext(ctx); err != nil {
+		_ = s.Close()
+		return nil, s.openErr("connect readers", err)
+	}
+	return s, nil
+}
+
+// openErr is the error of a start-up step. Start-up errors go to the
+// operator (CLI, doctor), never through the gate, so they keep the driver
+// text: it is what tells an operator that the disk is full.
+func (s *Store) openErr(step string, err error) error {
+	return fmt.Errorf("store: open %s: %s: %w: %v", s.path, step, domain.ErrUnavailable, err)
+}
+
+// dsn builds the modernc DSN. The writer gets every pragma that shapes the
+// file (WAL, synchronous) plus _txlock=immediate; readers get busy_timeout
+// and query_only, which the driver applies last so no other pragma can
+// override it.
+func dsn(path, syncMode string, reader bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	if reader {
+		q.Set("_query_only", "1")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+syncMode+")")
+		q.Set("_txlock", "immediate")
+	}
+	return fileURI(path) + "?" + q.Encode()
+}
+
+// fileURI turns a path into a SQLite "file:" URI. The characters that a URI
+// would read as delimiters are percent-encoded (SQLite decodes %HH in the
+// path), so any file name works.
+func fileURI(path string) string {
+	p := filepath.ToSlash(path)
+	if len(p) >= 2 && p[1] == ':' { // Windows drive letter: file:/C:/...
+		p = "/" + p
+	}
+	p = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+	return "file:" + p
+}
+
+// Close closes both pools. The last connection to close checkpoints the WAL.
+func (s *Store) Close() error {
+	var errR error
+	if s.r != nil {
+		errR = s.r.Close()
+	}
+	return errors.Join(errR, s.w.Close())
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Mode is the mode the store was opened in.
+func (s *Store) Mode() domain.Mode { return s.mode }
+
+// SchemaVersion is the migration version of the open database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, s.dbErr("schema version", err)
+	}
+	return v, nil
+}
+
+// dbErr turns a driver error into the domain's ErrUnavailable. The driver
+// text (which may quote SQL) goes to the debug log only. A cancelled context
+// stays recognisable with errors.Is.
+func (s *Store) dbErr(op string, err error) error {
+	s.log.Debug("store: database error", "op", op, "err", err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store: %s: %w: %w", op, domain.ErrUnavailable, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, domain.ErrUnavailable)
+}
+
+// withTx runs fn in one IMMEDIATE transaction on the writer: it holds the
+// database write lock from its first statement, so a read inside fn sees
+// exactly what the commit will build on, across processes. fn must use tx
+// only: the writer has one connection, and s.w inside fn would deadlock.
+// Errors fn returns are returned as they are (fn wraps its own driver
+// errors with dbErr); the transaction is rolled back.
+func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr("begin", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.dbErr("commit", err)
+	}
+	return nil
+}
+
+// withRead runs fn in one read transaction on the reader pool, so that the
+// queries of one call (a page and its photos, a ref check and its rows) see
+// one snapshot.
+func (s *Store) withRead(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.dbErr("begin read", err)
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to commit
+	return fn(tx)
+}
