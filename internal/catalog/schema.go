@@ -1,0 +1,287 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/gowebpki/jcs"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Limits on tool input, documented in the README.
+const (
+	MaxArgumentBytes   = 256 << 10 // whole arguments object
+	MaxShortText       = 200       // titles, names, filters
+	MaxLongText        = 4000      // descriptions, notes
+	MaxRequestIDLen    = 128
+	MaxIdempotencyKey  = 255
+	idempotencyPattern = `^[A-Za-z0-9._:\-]{8,255}$`
+)
+
+// Common carries the §21 fields every tool accepts.
+type Common struct {
+	RequestID string `json:"request_id,omitempty" jsonschema:"optional caller request id, echoed back in the envelope" ts:"max=128,pattern=^[A-Za-z0-9._:-]{1,128}$"`
+}
+
+// WriteCommon carries the §21 fields of every persisted write.
+type WriteCommon struct {
+	Common
+	IdempotencyKey string `json:"idempotency_key" jsonschema:"required: a unique key per intended write (8-255 chars of A-Z a-z 0-9 . _ : -); retrying with the same key and input returns the original result" ts:"pattern=^[A-Za-z0-9._:-]{8,255}$"`
+}
+
+// define builds a Tool from a definition and a typed handler. The input
+// schema is inferred from In (strict: additionalProperties false) and
+// tightened by `ts` struct tags: id=PREFIX, max=N, min=N, pattern=RE,
+// enum=a|b|c, maxitems=N.
+func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in In) (Out, Effects, error)) Tool {
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
+	}
+	applyTags(in, reflect.TypeFor[In]())
+	out, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: %s output schema: %v", d.Name, err))
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: %s input schema does not resolve: %v", d.Name, err))
+	}
+	t := Tool{
+		Definition:       d,
+		InputSchema:      in,
+		OutputSchema:     out,
+		InputSchemaHash:  schemaHash(in),
+		OutputSchemaHash: schemaHash(out),
+		resolved:         resolved,
+	}
+	t.decode = func(raw json.RawMessage) (any, error) {
+		var v In
+		if err := decodeStrict(resolved, raw, &v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	if h != nil {
+		t.handle = func(ctx context.Context, env Env, in any) (any, Effects, error) {
+			v, ok := in.(In)
+			if !ok {
+				return nil, Effects{}, fmt.Errorf("catalog: %s got %T: %w", d.Name, in, domain.ErrInvalidInput)
+			}
+			return h(ctx, env, v)
+		}
+	}
+	return t
+}
+
+// schemaHash is "sha256:" + hex of the RFC 8785 canonical JSON of s.
+func schemaHash(s *jsonschema.Schema) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	c, err := jcs.Transform(b)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(c)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// applyTags tightens inferred property schemas from `ts` tags.
+func applyTags(s *jsonschema.Schema, t reflect.Type) {
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		p := s.Properties[name]
+		if p == nil {
+			continue
+		}
+		isString := f.Type.Kind() == reflect.String || (f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.String)
+		if isString && p.MaxLength == nil {
+			p.MaxLength = jsonschema.Ptr(MaxShortText) // bounded unless a tag says otherwise
+		}
+		tag := f.Tag.Get("ts")
+		if tag == "" {
+			continue
+		}
+		for _, kv := range splitTag(tag) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "id":
+				p.Pattern = domain.IDPattern(v)
+				p.MaxLength = jsonschema.Ptr(len(v) + 41)
+			case "max":
+				n := atoi(v)
+				if isString {
+					p.MaxLength = jsonschema.Ptr(n)
+				} else {
+					p.Maximum = jsonschema.Ptr(float64(n))
+				}
+			case "min":
+				n := atoi(v)
+				if isString {
+					p.MinLength = jsonschema.Ptr(n)
+				} else {
+					p.Minimum = jsonschema.Ptr(float64(n))
+				}
+			case "pattern":
+				p.Pattern = v
+			case "enum":
+				for _, e := range strings.Split(v, "|") {
+					p.Enum = append(p.Enum, e)
+				}
+			case "maxitems":
+				p.MaxItems = jsonschema.Ptr(atoi(v))
+			default:
+				panic(fmt.Sprintf("catalog: unknown ts tag %q on %s.%s", k, t.Name(), f.Name))
+			}
+		}
+	}
+}
+
+// splitTag splits on commas that start a new key=value (patterns may hold commas).
+func splitTag(tag string) []string {
+	var parts []string
+	for _, seg := range strings.Split(tag, ",") {
+		if len(parts) > 0 && !strings.Contains(seg, "=") {
+			parts[len(parts)-1] += "," + seg
+			continue
+		}
+		if len(parts) > 0 && strings.HasPrefix(parts[len(parts)-1], "pattern=") && !isTagKey(seg) {
+			parts[len(parts)-1] += "," + seg
+			continue
+		}
+		parts = append(parts, seg)
+	}
+	return parts
+}
+
+func isTagKey(seg string) bool {
+	k, _, ok := strings.Cut(seg, "=")
+	switch k {
+	case "id", "max", "min", "pattern", "enum", "maxitems":
+		return ok
+	}
+	return false
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: bad number %q in ts tag", s))
+	}
+	return n
+}
+
+// decodeStrict validates raw against the resolved schema, then decodes it into
+// dst refusing unknown fields. Every failure is a *domain.InputError whose
+// message names the field and never echoes a long value.
+func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		raw = json.RawMessage("{}")
+	}
+	if len(raw) > MaxArgumentBytes {
+		return domain.Invalid("arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+	}
+	if !utf8.Valid(raw) {
+		return domain.Invalid("arguments", "not valid UTF-8")
+	}
+	var plain any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&plain); err != nil {
+		return domain.Invalid("arguments", "not valid JSON")
+	}
+	if dec.More() {
+		return domain.Invalid("arguments", "trailing data after the JSON object")
+	}
+	if _, ok := plain.(map[string]any); !ok {
+		return domain.Invalid("arguments", "must be a JSON object")
+	}
+	if err := rs.Validate(plain); err != nil {
+		return schemaError(err)
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(dst); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return domain.Invalid(ute.Field, "wrong type: want "+ute.Type.String())
+		}
+		return domain.Invalid("arguments", "does not match the tool's input schema")
+	}
+	return nil
+}
+
+// schemaError turns a jsonschema validation error into an InputError with a
+// short, value-free message.
+func schemaError(err error) error {
+	msg := err.Error()
+	field := "arguments"
+	// jsonschema-go messages look like: validating /properties/title: maxLength: ...
+	if i := strings.Index(msg, "/properties/"); i >= 0 {
+		rest := msg[i+len("/properties/"):]
+		if j := strings.IndexAny(rest, ": /"); j > 0 {
+			field = rest[:j]
+		} else {
+			field = rest
+		}
+	}
+	switch {
+	case strings.Contains(msg, "unexpected additional properties"):
+		if i := strings.Index(msg, "unexpected additional properties"); i >= 0 {
+			return domain.Invalid("arguments", "unknown field(s) "+truncate(msg[i+len("unexpected additional properties"):], 120)+": remove them")
+		}
+	case strings.Contains(msg, "required: missing properties"):
+		i := strings.Index(msg, "missing properties")
+		return domain.Invalid("arguments", "missing required field(s) "+truncate(strings.TrimSpace(msg[i+len("missing properties"):]), 120))
+	case strings.Contains(msg, "maxLength"):
+		return domain.Invalid(field, "too long")
+	case strings.Contains(msg, "minLength"):
+		return domain.Invalid(field, "too short")
+	case strings.Contains(msg, "pattern"):
+		return domain.Invalid(field, "malformed: see the tool's input schema for the expected format")
+	case strings.Contains(msg, "enum"):
+		return domain.Invalid(field, "not one of the allowed values")
+	case strings.Contains(msg, "maximum") || strings.Contains(msg, "minimum"):
+		return domain.Invalid(field, "out of range")
+	case strings.Contains(msg, "maxItems"):
+		return domain.Invalid(field, "too many entries")
+	case strings.Contains(msg, "type:"):
+		return domain.Invalid(field, "wrong type")
+	}
+	return domain.Invalid(field, "does not match the tool's input schema")
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func majorOf(v string) int {
+	maj, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(maj)
+	if err != nil {
+		return 0
+	}
+	return n
+}

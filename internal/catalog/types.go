@@ -1,0 +1,135 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Tier is the authority class of a tool (spec §10); it doubles as the tool
+// group a client may be allowed.
+type Tier string
+
+// Tiers, named as the spec's tool groups.
+const (
+	TierPublicRead       Tier = "public_read"
+	TierTenantRead       Tier = "tenant_read"
+	TierCandidateWrite   Tier = "candidate_write"
+	TierActionProposal   Tier = "action_proposal"
+	TierControlledAction Tier = "controlled_action"
+)
+
+// Risk is the §10 tool_risk enum.
+type Risk string
+
+// Risks.
+const (
+	RiskPublicRead      Risk = "public_read"
+	RiskTenantRead      Risk = "tenant_read"
+	RiskLowWrite        Risk = "low_write"
+	RiskControlledWrite Risk = "controlled_write"
+	RiskHighImpact      Risk = "high_impact"
+	RiskProhibited      Risk = "prohibited"
+)
+
+// Status is the §10 tool_status enum.
+type Status string
+
+// Statuses.
+const (
+	StatusExperimental Status = "experimental"
+	StatusActive       Status = "active"
+	StatusDeprecated   Status = "deprecated"
+	StatusSuspended    Status = "suspended"
+	StatusRetired      Status = "retired"
+)
+
+// Approval is a tool's approval requirement.
+type Approval string
+
+// Approval requirements.
+const (
+	ApprovalNone          Approval = "none"
+	ApprovalExplicitHuman Approval = "explicit_human"
+	ApprovalHumanOrPolicy Approval = "human_or_policy"
+)
+
+// DomainMapping names the P5/P6 domain function a tool reaches.
+type DomainMapping struct {
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
+}
+
+// Definition is the §9 tool_definition minus schemas and handler.
+type Definition struct {
+	Name        string        `json:"name"`
+	Version     string        `json:"version"`
+	Title       string        `json:"title"`
+	Description string        `json:"description"`
+	Tier        Tier          `json:"tier"`
+	Risk        Risk          `json:"risk"`
+	Permissions []string      `json:"required_permissions"`
+	Modes       []domain.Mode `json:"allowed_modes"`
+	Idempotent  bool          `json:"idempotent"`
+	Persists    bool          `json:"persists"` // a persisted write: requires idempotency_key
+	Approval    Approval      `json:"approval_requirement"`
+	Domain      DomainMapping `json:"domain_mapping"`
+	Status      Status        `json:"status"`
+	CompatFor   string        `json:"compat_for,omitempty"` // a compatibility name of another tool (§12.1)
+	// Impact is what a successful call does (spec §36); the gate records it
+	// in the call's plugin_event, including events committed with a write.
+	Impact domain.EventImpact `json:"impact"`
+}
+
+// Env is what a handler may use: the Backend, the resolved principal and, for
+// persisted writes, the write metadata the gate prepared.
+type Env struct {
+	Backend   domain.Backend
+	Principal domain.Principal
+	Write     domain.WriteMeta
+	Mode      domain.Mode
+}
+
+// Effects is what a handler reports besides its data.
+type Effects struct {
+	Related  domain.Related
+	Outcome  domain.WriteOutcome // Replayed and the event it replays, for persisted writes
+	Warnings []Warning
+}
+
+// Warning is a non-fatal note for the caller.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Tool is a catalog entry: its definition, schemas and handler.
+type Tool struct {
+	Definition
+	InputSchema      *jsonschema.Schema
+	OutputSchema     *jsonschema.Schema
+	InputSchemaHash  string
+	OutputSchemaHash string
+
+	resolved *jsonschema.Resolved
+	decode   func(raw json.RawMessage) (any, error)
+	handle   func(ctx context.Context, env Env, in any) (any, Effects, error)
+}
+
+// HasHandler reports whether the tool's capability exists yet.
+func (t *Tool) HasHandler() bool { return t.handle != nil }
+
+// Decode validates raw arguments against the tool's strict schema and decodes
+// them into the tool's input type. Errors are *domain.InputError.
+func (t *Tool) Decode(raw json.RawMessage) (any, error) { return t.decode(raw) }
+
+// Handle runs the tool's handler on decoded input.
+func (t *Tool) Handle(ctx context.Context, env Env, in any) (any, Effects, error) {
+	return t.handle(ctx, env, in)
+}
+
+// Major returns the major version number of the tool.
+func (t *Tool) Major() int { return majorOf(t.Version) }
