@@ -1,0 +1,452 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// MetaToolVersion is the `_meta` key a caller uses to pin a tool version
+// ("1", "1.0" or "1.0.0"; only the major is binding).
+const MetaToolVersion = "trovesnap/tool_version"
+
+// MetaTenantHint is the `_meta` key of a client-sent tenant hint. Hints never
+// choose a tenant: one that differs from the client's own is refused.
+const MetaTenantHint = "trovesnap/tenant_id"
+
+// Options configure a Gate. Backend, Mode and ServerVersion are required.
+type Options struct {
+	Backend       domain.Backend
+	Mode          domain.Mode
+	Clock         domain.Clock // event time; default SystemClock
+	IDs           domain.IDs   // request, correlation and event ids; default RandomIDs
+	ServerVersion string
+	Logger        *slog.Logger // diagnostics (stderr); default discard
+}
+
+// Gate runs tool calls. It is safe for concurrent use.
+type Gate struct {
+	b       domain.Backend
+	mode    domain.Mode
+	clock   domain.Clock
+	ids     domain.IDs
+	version string
+	log     *slog.Logger
+}
+
+// New builds a Gate.
+func New(o Options) *Gate {
+	g := &Gate{b: o.Backend, mode: o.Mode, clock: o.Clock, ids: o.IDs, version: o.ServerVersion, log: o.Logger}
+	if g.clock == nil {
+		g.clock = domain.SystemClock{}
+	}
+	if g.ids == nil {
+		g.ids = domain.RandomIDs{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g
+}
+
+// Mode is the server mode fixed at start-up.
+func (g *Gate) Mode() domain.Mode { return g.mode }
+
+// Call is one tools/call as the transport received it.
+type Call struct {
+	Tool       string
+	Arguments  json.RawMessage
+	Meta       map[string]any
+	Credential string // from TROVESNAP_CLIENT_TOKEN (stdio) or a bearer token (HTTP)
+	Transport  string
+}
+
+// VisibleTools returns the tools the credential's principal may see, in
+// catalog order. A credential that does not resolve (unknown, suspended,
+// revoked, store unreadable) sees nothing: discovery fails closed.
+func (g *Gate) VisibleTools(ctx context.Context, credential string) []*catalog.Tool {
+	p, err := g.b.ResolvePrincipal(ctx, credential)
+	if err != nil {
+		return nil
+	}
+	var out []*catalog.Tool
+	for i := range catalog.All() {
+		t := &catalog.All()[i]
+		if catalog.Decide(t, g.mode, p).Visible {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// failure is a gate-level rejection: the envelope code, an optional field,
+// a message overriding the default, and an audit-only code.
+type failure struct {
+	code      Code
+	field     string
+	message   string
+	auditCode string
+}
+
+func fail(code Code) *failure { return &failure{code: code} }
+
+// Invoke runs one call through every step of the gate and returns its
+// envelope. It never panics and always records exactly one plugin_event
+// (committed with the write for persisted writes, appended otherwise).
+func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
+	started := time.Now()
+	env = &Envelope{
+		ServerRequestID: g.ids.New(domain.PrefixRequest),
+		Mode:            g.mode,
+		Tool:            ToolID{Name: c.Tool},
+		Warnings:        []catalog.Warning{},
+		Errors:          []Error{},
+		Related:         domain.Related{}.Normalized(),
+	}
+	ev := domain.Event{
+		ID:              g.ids.New(domain.PrefixEvent),
+		CorrelationID:   g.ids.New(domain.PrefixCorr),
+		ServerRequestID: env.ServerRequestID,
+		Mode:            g.mode,
+		Plugin:          domain.PluginRef{Type: "mcp", ID: "trovesnap", Version: g.version},
+		Tool:            domain.ToolRef{Name: c.Tool},
+		Actor:           domain.ActorRef{Type: "anonymous"},
+		Action:          "mcp_tool_called",
+		Approval:        domain.EventApproval{Decision: "not_required"},
+		Impact:          domain.EventImpact{Type: "none"},
+		Related:         domain.Related{}.Normalized(),
+		OccurredAt:      g.clock.Now(),
+	}
+	env.Audit.PluginEventID = ev.ID
+	args := parseArgs(c.Arguments)
+	if rid, ok := requestID(args); ok {
+		env.RequestID = &rid
+		ev.RequestID = rid
+	}
+	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: redactedSummary(args)}
+
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("tool call panicked", "tool", c.Tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			env = g.finishFailure(ctx, env, ev, started, fail(CodeServiceUnavailable))
+		}
+	}()
+
+	data, eff, f, stored := g.run(ctx, c, args, env, &ev, started)
+	if f != nil {
+		return g.finishFailure(ctx, env, ev, started, f)
+	}
+	env.Data = data
+	env.Related = eff.Related.Normalized()
+	env.Warnings = append(env.Warnings, eff.Warnings...)
+	ev.Related = env.Related
+	if eff.Outcome.Replayed {
+		env.Audit.Replayed = true
+		env.Warnings = append(env.Warnings, catalog.Warning{Code: "idempotent_replay", Message: "This idempotency_key was already used with the same input: this is the original result; nothing was written again."})
+		ev.Outcome = domain.OutcomeReplayed
+		ev.Related.EventIDs = append(ev.Related.EventIDs, eff.Outcome.OriginalEventID)
+		ev.Impact = domain.EventImpact{Type: "idempotent_replay"}
+		stored = false
+	} else {
+		ev.Outcome = domain.OutcomeSuccess
+	}
+	env.Status = StatusSucceeded
+	if len(env.Warnings) > 0 {
+		env.Status = StatusSucceededWithWarnings
+	}
+	if !stored {
+		ev.Metrics.LatencyMS = ms(time.Since(started))
+		if err := g.b.AppendEvent(ctx, ev); err != nil {
+			// Fail closed: a call whose audit cannot be written returns no data.
+			g.log.Error("recording plugin_event failed", "tool", c.Tool, "err", err)
+			env.Data, env.Related = nil, domain.Related{}.Normalized()
+			env.Warnings = []catalog.Warning{}
+			env.Status = StatusFailed
+			env.Errors = []Error{{Code: CodeServiceUnavailable, Message: CodeServiceUnavailable.Message(), Retryable: true}}
+		}
+	}
+	return env
+}
+
+// run performs steps 1–10. stored reports that the Backend already committed
+// the call's event with its write.
+func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
+	// 1–2: client → actor → tenant. Resolved fresh on every call so a
+	// suspension is seen by the very next request.
+	p, err := g.b.ResolvePrincipal(ctx, c.Credential)
+	if err != nil {
+		return nil, eff, principalFailure(err), false
+	}
+	ev.TenantID = p.TenantID
+	ev.Client = p.Client
+	if p.ActorID != "" {
+		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType}
+	}
+
+	// Client-sent tenant hints are hints only.
+	if f := tenantHint(c.Meta, args, p); f != nil {
+		return nil, eff, f, false
+	}
+
+	// 3: the tool, visible to this principal (same answer as unknown).
+	t, ok := catalog.Lookup(c.Tool)
+	if !ok {
+		return nil, eff, fail(CodeToolNotAvailable), false
+	}
+	env.Tool = ToolID{Name: t.Name, Version: t.Version}
+	ev.Impact = t.Impact
+	ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash}
+	if d := catalog.Decide(t, g.mode, p); !d.Visible {
+		if p.Public && t.Tier != catalog.TierPublicRead && t.HasHandler() {
+			return nil, eff, fail(CodeAuthenticationRequired), false
+		}
+		return nil, eff, &failure{code: CodeToolNotAvailable, auditCode: "tool_not_visible"}, false
+	}
+
+	// 4: version.
+	if f := checkVersion(c.Meta, t); f != nil {
+		return nil, eff, f, false
+	}
+
+	// 5: strict input.
+	raw := c.Arguments
+	if _, bad := args["\x00invalid"]; !bad {
+		delete(args, "tenant_id") // an equal tenant hint was accepted above; it is not tool input
+		raw, _ = json.Marshal(args)
+	}
+	in, err := t.Decode(raw)
+	if err != nil {
+		return nil, eff, g.domainFailure(err), false
+	}
+
+	// 6: limits — per client × tier rate limits arrive with client registration.
+
+	// 7: idempotency for persisted writes.
+	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode}
+	if t.Persists {
+		var key string
+		_ = json.Unmarshal(args["idempotency_key"], &key)
+		if key == "" {
+			return nil, eff, &failure{code: CodeInvalidInput, field: "idempotency_key", message: "idempotency_key is required on every persisted write."}, false
+		}
+		wev := *ev
+		wev.Outcome = domain.OutcomeSuccess
+		cenv.Write = domain.WriteMeta{
+			Started: started,
+			Idem:    domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: t.Name, ToolMajor: t.Major(), Key: key, Fingerprint: ev.Payload.InputHash},
+			Event:   wev,
+		}
+		if g.mode == domain.ModeMock {
+			eff.Warnings = append(eff.Warnings, catalog.Warning{Code: string(CodeMockModeNoPersistence), Message: CodeMockModeNoPersistence.Message()})
+		}
+	}
+
+	// 8: approval — controlled actions arrive with proposals and grants.
+
+	// 9–10: ONE domain call and its projection.
+	data, heff, err := t.Handle(ctx, cenv, in)
+	if err != nil {
+		return nil, eff, g.domainFailure(err), false
+	}
+	heff.Warnings = append(eff.Warnings, heff.Warnings...)
+	return data, heff, nil, t.Persists && !heff.Outcome.Replayed
+}
+
+func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event, started time.Time, f *failure) *Envelope {
+	info := codes[f.code]
+	msg := f.message
+	if msg == "" {
+		msg = info.message
+	}
+	env.Data = nil
+	env.Related = domain.Related{}.Normalized()
+	env.Warnings = []catalog.Warning{}
+	env.Errors = []Error{{Code: f.code, Message: msg, Field: f.field, Retryable: info.retryable}}
+	switch {
+	case f.code == CodeApprovalRequired:
+		env.Status = StatusApprovalRequired
+	case info.blocked:
+		env.Status = StatusBlocked
+	default:
+		env.Status = StatusFailed
+	}
+	ev.Outcome = domain.OutcomeFailed
+	if info.blocked {
+		ev.Outcome = domain.OutcomeBlocked
+	}
+	ev.ErrorCode = string(f.code)
+	ev.AuditCode = f.auditCode
+	ev.Impact = domain.EventImpact{Type: "none"}
+	ev.Related = domain.Related{}.Normalized()
+	ev.Metrics.LatencyMS = ms(time.Since(started))
+	if err := g.b.AppendEvent(ctx, ev); err != nil {
+		g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
+	}
+	return env
+}
+
+// principalFailure maps a credential resolution error.
+func principalFailure(err error) *failure {
+	switch {
+	case errors.Is(err, domain.ErrClientSuspended):
+		return fail(CodeClientSuspended)
+	case errors.Is(err, domain.ErrClientNotRegistered):
+		return fail(CodeClientNotRegistered)
+	case errors.Is(err, domain.ErrAuthRequired):
+		return fail(CodeAuthenticationRequired)
+	default:
+		return fail(CodeServiceUnavailable) // fail closed: an unreadable store grants nothing
+	}
+}
+
+// domainFailure maps a Backend or handler error to the taxonomy, in one table.
+func (g *Gate) domainFailure(err error) *failure {
+	var ie *domain.InputError
+	var re *domain.RefError
+	switch {
+	case errors.As(err, &ie):
+		return &failure{code: CodeInvalidInput, field: ie.Field, message: fmt.Sprintf("Invalid %s: %s.", ie.Field, ie.Reason)}
+	case errors.As(err, &re):
+		f := &failure{code: CodeInvalidReference, field: re.Field, message: fmt.Sprintf("%s %s does not exist or is not visible to you.", re.Field, re.ID)}
+		if re.CrossTenant {
+			f.auditCode = string(CodeCrossTenantReference)
+		}
+		return f
+	case errors.Is(err, domain.ErrIdempotencyConflict):
+		return fail(CodeIdempotencyConflict)
+	case errors.Is(err, domain.ErrIdempotencyInFlight):
+		return &failure{code: CodeServiceUnavailable, message: "A request with this idempotency_key is still running: retry shortly."}
+	case errors.Is(err, domain.ErrStaleVersion):
+		return fail(CodeStaleTargetVersion)
+	case errors.Is(err, domain.ErrTransitionInvalid):
+		return fail(CodeDomainTransitionInvalid)
+	case errors.Is(err, domain.ErrPermissionDenied):
+		return fail(CodePermissionDenied)
+	case errors.Is(err, domain.ErrInvalidInput):
+		return fail(CodeInvalidInput)
+	case errors.Is(err, domain.ErrNotFound):
+		return fail(CodeInvalidReference)
+	default:
+		g.log.Error("backend call failed", "err", err)
+		return fail(CodeServiceUnavailable)
+	}
+}
+
+// tenantHint refuses a tenant hint (in _meta or as a tenant_id argument) that
+// differs from the principal's tenant.
+func tenantHint(meta map[string]any, args map[string]json.RawMessage, p domain.Principal) *failure {
+	var hints []string
+	if v, ok := meta[MetaTenantHint].(string); ok {
+		hints = append(hints, v)
+	}
+	if raw, ok := args["tenant_id"]; ok {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return &failure{code: CodeInvalidInput, field: "tenant_id", message: "tenant_id must be a string (it is a hint only)."}
+		}
+		hints = append(hints, v)
+	}
+	for _, h := range hints {
+		if h != p.TenantID {
+			return &failure{code: CodeCrossTenantReference, field: "tenant_id", auditCode: string(CodeCrossTenantReference)}
+		}
+	}
+	return nil
+}
+
+// checkVersion applies the §25 rule to a pinned version.
+func checkVersion(meta map[string]any, t *catalog.Tool) *failure {
+	v, ok := meta[MetaToolVersion]
+	if !ok {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return &failure{code: CodeToolVersionUnsupported, message: "trovesnap/tool_version must be a string such as \"1\"."}
+	}
+	maj, _, _ := strings.Cut(strings.TrimPrefix(s, "v"), ".")
+	n, err := strconv.Atoi(maj)
+	if err != nil || n != t.Major() {
+		return &failure{code: CodeToolVersionUnsupported, message: fmt.Sprintf("%s supports major version %d (current %s).", t.Name, t.Major(), t.Version)}
+	}
+	return nil
+}
+
+// parseArgs reads the arguments object leniently (strict validation is step 5).
+func parseArgs(raw json.RawMessage) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			// Keep a marker so step 5 reports invalid JSON.
+			return map[string]json.RawMessage{"\x00invalid": raw}
+		}
+	}
+	return m
+}
+
+// requestID returns the caller's request_id when it is well formed.
+func requestID(args map[string]json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(args["request_id"], &s) != nil || s == "" || len(s) > 128 {
+		return "", false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r)) {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// inputHash is the idempotency fingerprint and the audit input hash: sha256
+// of the RFC 8785 canonical input without idempotency_key and request_id.
+func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
+	body := raw
+	if _, bad := args["\x00invalid"]; !bad {
+		m := make(map[string]json.RawMessage, len(args))
+		for k, v := range args {
+			if k != "idempotency_key" && k != "request_id" {
+				m[k] = v
+			}
+		}
+		body, _ = json.Marshal(m)
+	}
+	if c, err := jcs.Transform(body); err == nil {
+		body = c
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// summaryFields is the allow-list of argument fields an event may repeat:
+// ids only, and only when they are well-formed ids.
+var summaryFields = map[string]string{
+	"sale_id": domain.PrefixSale, "item_id": domain.PrefixItem, "candidate_id": domain.PrefixCandidate,
+	"proposal_id": domain.PrefixProposal, "import_run_id": domain.PrefixRun, "run_id": domain.PrefixRun,
+}
+
+func redactedSummary(args map[string]json.RawMessage) map[string]string {
+	out := map[string]string{}
+	for field, prefix := range summaryFields {
+		var v string
+		if json.Unmarshal(args[field], &v) == nil && domain.ValidID(prefix, v) {
+			out[field] = v
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
