@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/config"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/store"
+)
+
+// IOStreams are the process streams; tests swap them for buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Factory carries what commands need; tests build one with a temp dir,
+// buffers, a fixed clock and sequential ids.
+type Factory struct {
+	IO     IOStreams
+	Getenv func(string) string
+	Clock  domain.Clock
+	IDs    domain.IDs
+}
+
+// DefaultFactory is the production factory.
+func DefaultFactory() *Factory {
+	return &Factory{
+		IO:     IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Getenv: os.Getenv,
+		Clock:  domain.SystemClock{},
+		IDs:    domain.RandomIDs{},
+	}
+}
+
+// Config resolves the configuration with the --db flag value.
+func (f *Factory) Config(dbFlag string) (config.Config, error) {
+	return config.Load(f.Getenv, dbFlag)
+}
+
+// OpenStore opens (creating and seeding if new) the embedded store.
+func (f *Factory) OpenStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*store.Store, error) {
+	seed := fixtures.Dataset()
+	st, err := store.Open(ctx, cfg.DBPath, store.Options{
+		Mode:        cfg.Mode,
+		Clock:       f.Clock,
+		IDs:         f.IDs,
+		Seed:        &seed,
+		Synchronous: cfg.Synchronous,
+		Logger:      logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", cfg.DBPath, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/triunalabs/trovesnap/internal/buildinfo"
+	"github.com/triunalabs/trovesnap/internal/gate"
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
+)
+
+// ServeOptions are the options of `trovesnap mcp serve`.
+type ServeOptions struct {
+	DB       string
+	LogFile  string
+	LogLevel string
+	// Transport is what the server speaks; tests pass an in-memory one.
+	Transport mcp.Transport
+}
+
+func newMCPCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "mcp", Short: "The MCP server"}
+	opts := &ServeOptions{}
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over stdio (stdout carries JSON-RPC only; logs go to stderr)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.DB = dbFlag(cmd)
+			return serveRun(cmd.Context(), f, opts)
+		},
+	}
+	serve.Flags().StringVar(&opts.LogFile, "log-file", "", "write logs to this file instead of stderr")
+	serve.Flags().StringVar(&opts.LogLevel, "log-level", "info", "debug | info | warn | error")
+	cmd.AddCommand(serve)
+	return cmd
+}
+
+func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
+	logger, closeLog, err := newLogger(f.IO.ErrOut, opts.LogFile, opts.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg, err := f.Config(opts.DB)
+	if err != nil {
+		return err
+	}
+	st, err := f.OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	g := gate.New(gate.Options{Backend: st, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger})
+	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger})
+	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
+	transport := opts.Transport
+	if transport == nil {
+		transport = &mcp.StdioTransport{}
+	}
+	err = s.Run(ctx, transport)
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
+		logger.Info("trovesnap mcp serve stopped")
+		return nil
+	default:
+		return fmt.Errorf("serving MCP: %w", err)
+	}
+}
+
+// newLogger logs to stderr (or a file) — never to stdout, which is the wire.
+func newLogger(stderr io.Writer, file, level string) (*slog.Logger, func(), error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	w, closeFn := stderr, func() {}
+	if file != "" {
+		fh, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
+		}
+		w, closeFn = fh, func() { _ = fh.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), closeFn, nil
+}
