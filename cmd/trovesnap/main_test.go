@@ -156,6 +156,25 @@ func TestStdio_ProbeInitializeListCallAndExitOnEOF(t *testing.T) {
 	if bad["id"].(float64) != 4 {
 		t.Fatalf("malformed arguments: %v", bad)
 	}
+	if res, ok := bad["result"].(map[string]any); ok {
+		sc := res["structuredContent"].(map[string]any)
+		if res["isError"] != true || sc["errors"].([]any)[0].(map[string]any)["code"] != "invalid_input" {
+			t.Fatalf("malformed arguments: %v", bad)
+		}
+	} else if _, ok := bad["error"]; !ok {
+		t.Fatalf("malformed arguments: %v", bad)
+	}
+	// A line that is not JSON at all gets a JSON-RPC error, and the server keeps serving.
+	for _, line := range []string{`{garbage`, `42`, `{"foo":1}`, `[]`, `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`, "\x00\x01binary"} {
+		r.send(t, line)
+		if parseErr := r.next(t); parseErr["error"] == nil {
+			t.Fatalf("bad line %q: %v", line, parseErr)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`)
+	if again := r.next(t); again["id"].(float64) != 5 || again["result"] == nil {
+		t.Fatalf("server stopped serving after bad input: %v", again)
+	}
 	_ = r.stdin.Close()
 	select {
 	case <-r.done:

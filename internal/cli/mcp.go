@@ -63,7 +63,7 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
 	transport := opts.Transport
 	if transport == nil {
-		transport = &mcp.StdioTransport{}
+		transport = mcpserver.StdioTransport(f.IO.In, f.IO.Out)
 	}
 	err = s.Run(ctx, transport)
 	switch {
