@@ -1,0 +1,153 @@
+package catalog
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+var update = flag.Bool("update", false, "rewrite schema snapshots under testdata")
+
+var (
+	nameRE   = regexp.MustCompile(`^trove_[a-z][a-z_]*[a-z]$`)
+	semverRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+)
+
+// Catalog-wide invariants over All(): a new tool cannot skip them.
+func TestCatalog_Invariants(t *testing.T) {
+	seen := map[string]bool{}
+	tiers := []Tier{TierPublicRead, TierTenantRead, TierCandidateWrite, TierActionProposal, TierControlledAction}
+	for i := range All() {
+		tool := &All()[i]
+		t.Run(tool.Name, func(t *testing.T) {
+			if !nameRE.MatchString(tool.Name) || seen[tool.Name] {
+				t.Errorf("bad or duplicate name %q", tool.Name)
+			}
+			seen[tool.Name] = true
+			if strings.Contains(tool.Name, "delete") || strings.Contains(tool.Name, "purge") {
+				t.Error("hard deletion is not a normal tool (§4.7)")
+			}
+			if !semverRE.MatchString(tool.Version) || tool.Major() < 1 {
+				t.Errorf("version %q", tool.Version)
+			}
+			if !slices.Contains(tiers, tool.Tier) || tool.Risk == "" || tool.Status == "" || tool.Approval == "" {
+				t.Errorf("incomplete classification: %+v", tool.Definition)
+			}
+			if tool.Status == StatusActive && !tool.HasHandler() {
+				t.Error("active tool without a handler")
+			}
+			if tool.Title == "" || len(tool.Description) < 30 || tool.Domain.Operation == "" || tool.Impact.Type == "" {
+				t.Error("missing title, description, domain mapping or impact")
+			}
+			if len(tool.Modes) == 0 {
+				t.Error("no allowed modes")
+			}
+			if tool.Tier != TierPublicRead && len(tool.Permissions) == 0 {
+				t.Error("a non-public tool must require a permission")
+			}
+			if tool.Tier == TierControlledAction && tool.Approval == ApprovalNone {
+				t.Error("every controlled action is approval-gated")
+			}
+			if (tool.Tier == TierCandidateWrite || tool.Tier == TierActionProposal || tool.Tier == TierControlledAction) != tool.Persists {
+				t.Error("writes persist and reads do not")
+			}
+			// Strict, bounded input.
+			if ap := tool.InputSchema.AdditionalProperties; ap == nil || ap.Not == nil {
+				t.Error("input schema must reject unknown fields")
+			}
+			for name, p := range tool.InputSchema.Properties {
+				if p.Type == "string" && p.MaxLength == nil && p.Enum == nil {
+					t.Errorf("unbounded string %s", name)
+				}
+			}
+			if tool.Persists && !slices.Contains(tool.InputSchema.Required, "idempotency_key") {
+				t.Error("a persisted write must require idempotency_key")
+			}
+			if _, ok := tool.InputSchema.Properties["request_id"]; !ok {
+				t.Error("every tool accepts request_id (§21)")
+			}
+			// Annotations follow tier and risk.
+			h := HintsFor(tool)
+			if h.ReadOnly != (tool.Tier == TierPublicRead || tool.Tier == TierTenantRead) {
+				t.Error("readOnlyHint disagrees with tier")
+			}
+			if h.Destructive && (tool.Tier == TierCandidateWrite || tool.Tier == TierActionProposal) {
+				t.Error("candidate writes and proposals are not destructive")
+			}
+			if !strings.HasPrefix(tool.InputSchemaHash, "sha256:") || !strings.HasPrefix(tool.OutputSchemaHash, "sha256:") {
+				t.Error("schema hashes missing")
+			}
+		})
+	}
+}
+
+// Schema snapshots: a schema change must be deliberate (and may need a new
+// major version). `go test ./internal/catalog -update` rewrites them.
+func TestCatalog_SchemaSnapshots(t *testing.T) {
+	dir := filepath.Join("testdata", "schemas")
+	for i := range All() {
+		tool := &All()[i]
+		snap := struct {
+			Definition   Definition `json:"definition"`
+			InputHash    string     `json:"input_schema_hash"`
+			OutputHash   string     `json:"output_schema_hash"`
+			InputSchema  any        `json:"input_schema"`
+			OutputSchema any        `json:"output_schema"`
+		}{tool.Definition, tool.InputSchemaHash, tool.OutputSchemaHash, tool.InputSchema, tool.OutputSchema}
+		got, err := json.MarshalIndent(snap, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		path := filepath.Join(dir, tool.Name+".json")
+		if *update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: no snapshot (run go test ./internal/catalog -update): %v", tool.Name, err)
+			continue
+		}
+		if string(want) != string(got) {
+			t.Errorf("%s: schema or definition changed; review, bump the version if it breaks callers, and run with -update", tool.Name)
+		}
+	}
+}
+
+// Decide: the public principal sees public tools only; a suspended client
+// sees nothing; permissions and groups gate the rest.
+func TestDecide_Rules(t *testing.T) {
+	owner := domain.Principal{ClientStatus: domain.ClientActive, Role: domain.RoleOwner, TenantID: "tenant_1",
+		AllowedToolGroups: []string{"tenant_read", "candidate_write"}}
+	create, _ := Lookup("trove_create_candidate")
+	if !Decide(create, domain.ModeMock, owner).Visible {
+		t.Error("owner with candidate_write cannot see create_candidate")
+	}
+	suspended := owner
+	suspended.ClientStatus = domain.ClientSuspended
+	readOnly := owner
+	readOnly.AllowedToolGroups = []string{"tenant_read"}
+	checkout := owner
+	checkout.Role = domain.RoleCheckout
+	for name, p := range map[string]domain.Principal{"suspended": suspended, "read-only client": readOnly, "checkout": checkout, "public": domain.Anonymous()} {
+		if d := Decide(create, domain.ModeMock, p); d.Visible || d.Reason == "" {
+			t.Errorf("%s sees create_candidate (%s)", name, d.Reason)
+		}
+	}
+	if d := Decide(create, domain.ModeMock, checkout); d.Missing != domain.PermItemCreateCandidate {
+		t.Errorf("checkout reason = %+v", d)
+	}
+}
