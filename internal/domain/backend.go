@@ -138,4 +138,9 @@ type Backend interface {
 	// AppendEvent records the plugin_event of a call that wrote nothing
 	// (reads, blocks, failures, replays).
 	AppendEvent(ctx context.Context, e Event) error
+
+	// ConsumeRate counts one call of a limit class for the principal's
+	// client, across every process sharing the store, unless the limit is
+	// reached.
+	ConsumeRate(ctx context.Context, p Principal, class string) (RateDecision, error)
 }

@@ -212,18 +212,25 @@ const (
 // Client is a registered MCP client: a principal distinct from the actor it
 // acts for. CredentialHash is never serialised.
 type Client struct {
-	ID                 string    `json:"id"`
-	TenantID           string    `json:"tenant_id"`
-	SourceConnectionID string    `json:"source_connection_id"`
-	Name               string    `json:"name"`
-	ClientType         string    `json:"client_type"`
-	Status             string    `json:"status"`
-	ActorID            string    `json:"actor_id"`
-	AllowedToolGroups  []string  `json:"allowed_tool_groups"`
-	Demo               bool      `json:"demo"`
-	CreatedBy          string    `json:"created_by"`
-	CreatedAt          time.Time `json:"created_at"`
-	CredentialHash     string    `json:"-"`
+	ID                 string     `json:"id"`
+	TenantID           string     `json:"tenant_id"`
+	SourceConnectionID string     `json:"source_connection_id"`
+	Name               string     `json:"name"`
+	ClientType         string     `json:"client_type"`
+	Status             string     `json:"status"`
+	ActorID            string     `json:"actor_id"`
+	AllowedToolGroups  []string   `json:"allowed_tool_groups"`
+	ApprovalPolicyIDs  []string   `json:"approval_policy_ids"`
+	TrustLevel         string     `json:"trust_level"`
+	RiskClass          string     `json:"risk_class"`
+	Demo               bool       `json:"demo"`
+	CreatedBy          string     `json:"created_by"`
+	CreatedAt          time.Time  `json:"created_at"`
+	LastSeenAt         *time.Time `json:"last_seen_at"`
+	// HasCredential says whether a credential was issued; the credential
+	// (and its hash) never leave the store.
+	HasCredential  bool   `json:"has_credential"`
+	CredentialHash string `json:"-"`
 }
 
 // Dataset is a complete seed for a store: what fixtures provide and what

@@ -43,6 +43,8 @@ type ToolRef struct {
 	Name            string `json:"name"`
 	Version         string `json:"version"`
 	InputSchemaHash string `json:"input_schema_hash,omitempty"`
+	// Deprecated marks use of a deprecated tool or version (counted, §25).
+	Deprecated bool `json:"deprecated,omitempty"`
 }
 
 // ActorRef names the actor of a call.

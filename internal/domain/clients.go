@@ -1,0 +1,141 @@
+package domain
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Client types (spec §7 mcp_client_type).
+var ClientTypes = []string{"claude_code", "claude_desktop", "chatgpt", "local_agent", "desktop_harness", "internal_automation", "custom"}
+
+// Tool groups a client may be allowed (the spec's names; one per tier).
+var ToolGroups = []string{"public_read", "tenant_read", "candidate_write", "action_proposal", "controlled_action"}
+
+// Trust levels and risk classes of a client (spec §7 trust).
+var (
+	TrustLevels = []string{"trusted_local_client", "standard_client", "untrusted_client"}
+	RiskClasses = []string{"standard", "elevated", "restricted"}
+)
+
+// TokenPrefix marks trovesnap client credentials so they are recognisable in
+// a leak scan and cannot be confused with other secrets.
+const TokenPrefix = "tsk_"
+
+var tokenRE = regexp.MustCompile(`^tsk_[a-z2-7]{52}$`)
+
+// NewClientToken returns a fresh credential: "tsk_" + 256 random bits in
+// lower-case base32. It is shown once and stored only as a hash.
+func NewClientToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return TokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// WellFormedToken reports whether s has the shape of a client credential.
+// A malformed credential is refused before any lookup.
+func WellFormedToken(s string) bool { return tokenRE.MatchString(s) }
+
+// NewClient is a client registration request.
+type NewClient struct {
+	TenantID   string
+	ActorID    string
+	Name       string
+	ClientType string
+	Groups     []string
+	CreatedBy  string
+	TrustLevel string // default standard_client
+	RiskClass  string // default standard
+}
+
+// ValidateNewClient checks a registration request's own fields; the store
+// checks tenant, actor and membership.
+func ValidateNewClient(in NewClient) error {
+	switch {
+	case strings.TrimSpace(in.Name) == "" || len(in.Name) > 100:
+		return Invalid("name", "required, at most 100 characters")
+	case !slices.Contains(ClientTypes, in.ClientType):
+		return Invalid("type", "one of "+strings.Join(ClientTypes, ", "))
+	case len(in.Groups) == 0:
+		return Invalid("groups", "at least one of "+strings.Join(ToolGroups, ", "))
+	case in.TrustLevel != "" && !slices.Contains(TrustLevels, in.TrustLevel):
+		return Invalid("trust", "one of "+strings.Join(TrustLevels, ", "))
+	case in.RiskClass != "" && !slices.Contains(RiskClasses, in.RiskClass):
+		return Invalid("risk_class", "one of "+strings.Join(RiskClasses, ", "))
+	}
+	for _, g := range in.Groups {
+		if !slices.Contains(ToolGroups, g) {
+			return Invalid("groups", g+" is not a tool group ("+strings.Join(ToolGroups, ", ")+")")
+		}
+	}
+	return nil
+}
+
+// Limit classes of a call (spec §38), one per tier family.
+const (
+	LimitReads             = "reads"
+	LimitCandidateWrites   = "candidate_writes"
+	LimitProposals         = "proposals"
+	LimitControlledActions = "controlled_actions"
+)
+
+// Limits are the §38 mcp_limits of a client (tenant defaults, client overrides).
+type Limits struct {
+	ReadsPerMinute             int     `json:"read_calls_per_minute"`
+	CandidateWritesPerMinute   int     `json:"candidate_writes_per_minute"`
+	ProposalsPerMinute         int     `json:"proposals_per_minute"`
+	ControlledActionsPerMinute int     `json:"controlled_actions_per_minute"`
+	MaxBulkTargets             int     `json:"maximum_bulk_targets"`
+	MaxDailyPaidCostUSD        float64 `json:"maximum_daily_paid_cost_usd"`
+}
+
+// DefaultLimits are the spec's §38 defaults.
+func DefaultLimits() Limits {
+	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50}
+}
+
+// PerMinute returns the per-minute limit of a class.
+func (l Limits) PerMinute(class string) int {
+	switch class {
+	case LimitReads:
+		return l.ReadsPerMinute
+	case LimitCandidateWrites:
+		return l.CandidateWritesPerMinute
+	case LimitProposals:
+		return l.ProposalsPerMinute
+	case LimitControlledActions:
+		return l.ControlledActionsPerMinute
+	}
+	return 0
+}
+
+// RateDecision is the answer of a rate-limit check that, when allowed, has
+// already counted the call.
+type RateDecision struct {
+	Allowed           bool
+	Class             string
+	Limit             int
+	RetryAfterSeconds int
+}
+
+// ClientAdmin is the seller-side management of clients and limits (the CLI
+// and the approval terminal use it; no MCP tool does).
+type ClientAdmin interface {
+	RegisterClient(ctx context.Context, in NewClient) (Client, string, error)
+	ListClients(ctx context.Context, tenantID string) ([]Client, error)
+	GetClient(ctx context.Context, id string) (Client, error)
+	// SetClientStatus suspends, reactivates or revokes; revoked is final.
+	SetClientStatus(ctx context.Context, id, status, by string) (Client, error)
+	// RotateCredential issues a new credential; the old one stops working.
+	RotateCredential(ctx context.Context, id, by string) (Client, string, error)
+	// PrincipalForClient resolves a client by id, whatever its status, so
+	// `tools list --as` can explain visibility.
+	PrincipalForClient(ctx context.Context, id string) (Principal, error)
+	SetLimits(ctx context.Context, tenantID, clientID string, l Limits) error
+	EffectiveLimits(ctx context.Context, tenantID, clientID string) (Limits, error)
+}
