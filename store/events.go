@@ -84,6 +84,16 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e domain.Event) err
 		ts(e.OccurredAt), string(body)); err != nil {
 		return s.dbErr("append event", err)
 	}
+	if e.Action == "mcp_tool_called" && e.Client.ID != "" && e.Outcome != domain.OutcomeBlocked {
+		// Last use, at most one write a minute per client (spec §37 "client last-used time").
+		if _, err := tx.ExecContext(ctx, `INSERT INTO client_activity (client_id, last_seen_at)
+			SELECT ?, ? WHERE EXISTS (SELECT 1 FROM mcp_clients WHERE id = ?)
+			ON CONFLICT (client_id) DO UPDATE SET last_seen_at = excluded.last_seen_at
+			WHERE client_activity.last_seen_at < ?`,
+			e.Client.ID, ts(e.OccurredAt), e.Client.ID, ts(e.OccurredAt.Add(-time.Minute))); err != nil {
+			return s.dbErr("client activity", err)
+		}
+	}
 	return nil
 }
 

@@ -39,7 +39,15 @@ var tables = []table{
 	{"demand_signals", "id"},
 	{"plugin_events", "seq"},
 	{"idempotency_keys", "tenant_id, client_id, tool, tool_major, key"},
+	{"mcp_limits", "tenant_id, client_id"},
+	{"rate_counters", "bucket, class, window_start"},
+	{"client_activity", "client_id"},
 }
+
+// BookkeepingTables change on every call, whatever it does: the call's own
+// audit event, its rate-limit count and the client's last-use time. "Nothing
+// changed" means every other table is unchanged.
+var BookkeepingTables = []string{"plugin_events", "rate_counters", "client_activity"}
 
 // store_meta keys.
 const (
@@ -212,10 +220,23 @@ func insertDataset(ctx context.Context, tx *sql.Tx, ds domain.Dataset) error {
 			groups = []string{}
 		}
 		gj, _ := json.Marshal(groups)
+		pols := c.ApprovalPolicyIDs
+		if pols == nil {
+			pols = []string{}
+		}
+		pj, _ := json.Marshal(pols)
+		trust, risk := c.TrustLevel, c.RiskClass
+		if trust == "" {
+			trust = "standard_client"
+		}
+		if risk == "" {
+			risk = "standard"
+		}
 		if err := ins("client", c.ID, `INSERT INTO mcp_clients (id, tenant_id, source_connection_id, name, client_type, status,
-			actor_id, allowed_tool_groups, demo, created_by, created_at, credential_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			actor_id, allowed_tool_groups, demo, created_by, created_at, credential_hash, approval_policy_ids, trust_level, risk_class)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.TenantID, c.SourceConnectionID, c.Name, c.ClientType, c.Status, c.ActorID, string(gj),
-			boolInt(c.Demo), c.CreatedBy, ts(c.CreatedAt), nullStr(c.CredentialHash)); err != nil {
+			boolInt(c.Demo), c.CreatedBy, ts(c.CreatedAt), nullStr(c.CredentialHash), string(pj), trust, risk); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// SetLimits stores the limits of a tenant (clientID "") or of one client.
+func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
+	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 {
+		return domain.Invalid("limits", "must not be negative")
+	}
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tenants WHERE id = ?", tenantID).Scan(&n); err != nil {
+			return s.dbErr("set limits", err)
+		}
+		if n == 0 {
+			return domain.UnknownRef("tenant", tenantID, false)
+		}
+		if clientID != "" {
+			if err := s.checkRef(ctx, tx, "mcp_clients", "client", clientID, tenantID); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_limits (tenant_id, client_id, read_calls_per_minute, candidate_writes_per_minute,
+			proposals_per_minute, controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant_id, client_id) DO UPDATE SET read_calls_per_minute = excluded.read_calls_per_minute,
+			candidate_writes_per_minute = excluded.candidate_writes_per_minute, proposals_per_minute = excluded.proposals_per_minute,
+			controlled_actions_per_minute = excluded.controlled_actions_per_minute, maximum_bulk_targets = excluded.maximum_bulk_targets,
+			maximum_daily_paid_cost_usd = excluded.maximum_daily_paid_cost_usd, updated_at = excluded.updated_at`,
+			tenantID, clientID, l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute,
+			l.MaxBulkTargets, l.MaxDailyPaidCostUSD, ts(s.clock.Now()))
+		if err != nil {
+			return s.dbErr("set limits", err)
+		}
+		return nil
+	})
+}
+
+// EffectiveLimits: the client's row, else the tenant's, else the defaults.
+func (s *Store) EffectiveLimits(ctx context.Context, tenantID, clientID string) (domain.Limits, error) {
+	return s.effectiveLimits(ctx, s.r, tenantID, clientID)
+}
+
+type queryRower interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, error) {
+	l := domain.DefaultLimits()
+	if tenantID == "" {
+		return l, nil
+	}
+	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
+		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd FROM mcp_limits
+		WHERE tenant_id = ? AND client_id IN ('', ?) ORDER BY client_id DESC LIMIT 1`, tenantID, clientID).
+		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
+			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return l, s.dbErr("limits", err)
+	}
+	return l, nil
+}
+
+// ConsumeRate counts one call of class for the principal's client in the
+// current one-minute window, unless the window is full. Check and count are
+// one statement under the write lock, so processes sharing the file cannot
+// together exceed the limit. Anonymous calls share the bucket "public".
+func (s *Store) ConsumeRate(ctx context.Context, p domain.Principal, class string) (domain.RateDecision, error) {
+	d := domain.RateDecision{Class: class}
+	l, err := s.effectiveLimits(ctx, s.r, p.TenantID, p.Client.ID)
+	if err != nil {
+		return d, err
+	}
+	switch class {
+	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions:
+	default:
+		return d, fmt.Errorf("store: unknown limit class %q: %w", class, domain.ErrInvalidInput)
+	}
+	d.Limit = l.PerMinute(class)
+	bucket := p.Client.ID
+	if p.Public || bucket == "" {
+		bucket = "public"
+	}
+	now := s.clock.Now()
+	window := now.Unix() - now.Unix()%60
+	d.RetryAfterSeconds = int(window + 60 - now.Unix())
+	if d.Limit == 0 {
+		return d, nil // a limit of 0 admits nothing
+	}
+	var count int64
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		// Old windows are dropped as new ones start; the table stays tiny.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM rate_counters WHERE bucket = ? AND class = ? AND window_start < ?", bucket, class, window); err != nil {
+			return s.dbErr("rate window", err)
+		}
+		err := tx.QueryRowContext(ctx, `INSERT INTO rate_counters (bucket, class, window_start, count) VALUES (?, ?, ?, 1)
+			ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
+			RETURNING count`, bucket, class, window, d.Limit).Scan(&count)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // the window is full: nothing counted
+		}
+		if err != nil {
+			return s.dbErr("rate count", err)
+		}
+		d.Allowed = true
+		return nil
+	})
+	return d, err
+}
