@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/config":         {},
 	"internal/domain":         {},
 	"internal/buildinfo":      {},
+	"internal/setup":          {},
 	"internal/catalog":        {},
 	"internal/gate":           {"internal/catalog", "internal/approval", "internal/audit"},
 	"internal/approval":       {},

@@ -1,0 +1,442 @@
+package setup
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// TokenPlaceholder is printed instead of the client token when Input.Token is
+// empty (for example when previews are shown again after registration).
+const TokenPlaceholder = "<paste the token shown at registration>"
+
+// Fixed facts of the trovesnap stdio server.
+const (
+	DefaultServerName = "trovesnap"
+	PortableCommand   = "trovesnap"
+
+	envClientToken = "TROVESNAP_CLIENT_TOKEN" // same name as config.EnvClientToken
+	envDB          = "TROVESNAP_DB"           // same name as config.EnvDB
+
+	// projectTokenRef is what the project-scoped .mcp.json holds instead of
+	// the secret: Claude Code expands ${VAR} from its environment.
+	projectTokenRef = "${" + envClientToken + "}"
+
+	codexStartupTimeoutSec = 20
+	codexToolTimeoutSec    = 120
+)
+
+// serverArgs are the arguments that start the stdio MCP server.
+var serverArgs = []string{"mcp", "serve"}
+
+// Host identifiers, in the order Previews returns them.
+const (
+	HostClaudeCodeCLI     = "claude_code_cli"
+	HostClaudeCodeProject = "claude_code_project"
+	HostCodex             = "codex"
+	HostClaudeDesktop     = "claude_desktop"
+	HostGenericStdio      = "generic_stdio"
+)
+
+// Formats of Preview.Text.
+const (
+	FormatShell = "shell"
+	FormatJSON  = "json"
+	FormatTOML  = "toml"
+)
+
+// Input of Previews. All fields are trusted values from the CLI.
+type Input struct {
+	ServerName string // key in host configs; default "trovesnap"
+	Executable string // absolute path of the installed binary (ignored when Portable)
+	Portable   bool   // use bare "trovesnap" (relies on PATH)
+	Token      string // the client credential; "" → TokenPlaceholder is printed instead
+	DBPath     string // when non-empty, passed as TROVESNAP_DB so the host's server uses the same database
+	ClientID   string // for notes only
+}
+
+// Preview is one ready-to-paste host configuration snippet.
+type Preview struct {
+	Host   string `json:"host"`   // claude_code_cli | claude_code_project | codex | claude_desktop | generic_stdio
+	Title  string `json:"title"`  // human heading
+	Format string `json:"format"` // shell | json | toml
+	Text   string `json:"text"`   // exactly what to paste
+	Note   string `json:"note,omitempty"`
+}
+
+var (
+	serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	tokenRE      = regexp.MustCompile(`^tsk_[A-Za-z0-9_]+$`)
+)
+
+const maxClientIDLen = 128
+
+// Previews renders the setup previews for every supported host, in a fixed
+// order: claude_code_cli, claude_code_project, codex, claude_desktop,
+// generic_stdio. It is pure and deterministic: the same Input always yields
+// the same output, and nothing is read from or written to the system.
+func Previews(in Input) ([]Preview, error) {
+	f, err := resolve(in)
+	if err != nil {
+		return nil, err
+	}
+	project := f.server(projectTokenRef)
+	embedded := f.server(f.token)
+
+	projectJSON, err := encodeJSON(mcpServersDoc{MCPServers: map[string]jsonServer{f.name: project}})
+	if err != nil {
+		return nil, err
+	}
+	desktopJSON, err := encodeJSON(mcpServersDoc{MCPServers: map[string]jsonServer{f.name: embedded}})
+	if err != nil {
+		return nil, err
+	}
+	genericJSON, err := encodeJSON(genericServer{Command: embedded.Command, Args: embedded.Args, Env: embedded.Env, Transport: "stdio"})
+	if err != nil {
+		return nil, err
+	}
+
+	return []Preview{
+		{
+			Host:   HostClaudeCodeCLI,
+			Title:  "Claude Code (command line)",
+			Format: FormatShell,
+			Text:   f.claudeAddLine(),
+			Note: f.notes(
+				"Run this in a terminal; it registers the server for the current project only (local scope). Add -s user after the server name to register it for all your projects.",
+				f.historyNote(),
+				f.placeholderNote(),
+			),
+		},
+		{
+			Host:   HostClaudeCodeProject,
+			Title:  "Claude Code project file (.mcp.json)",
+			Format: FormatJSON,
+			Text:   projectJSON,
+			Note: f.notes(
+				"Save as .mcp.json at the project root. The token is not stored in this file because project files get committed: export " + envClientToken + " (the token shown at registration) in the shell that starts Claude Code, which expands " + projectTokenRef + ".",
+			),
+		},
+		{
+			Host:   HostCodex,
+			Title:  "Codex (~/.codex/config.toml)",
+			Format: FormatTOML,
+			Text:   f.codexTOML(),
+			Note: f.notes(
+				"Append to ~/.codex/config.toml, replacing any existing [mcp_servers."+f.name+"] table. This file contains the client token: keep it private.",
+				f.placeholderNote(),
+			),
+		},
+		{
+			Host:   HostClaudeDesktop,
+			Title:  "Claude Desktop (claude_desktop_config.json)",
+			Format: FormatJSON,
+			Text:   desktopJSON,
+			Note: f.notes(
+				f.desktopPathNote(),
+				"Merge the \""+f.name+"\" entry into the mcpServers object of claude_desktop_config.json, then restart Claude Desktop. Claude Desktop does not expand environment variables, so the token is stored in this file: keep it private.",
+				f.placeholderNote(),
+			),
+		},
+		{
+			Host:   HostGenericStdio,
+			Title:  "Other stdio MCP clients",
+			Format: FormatJSON,
+			Text:   genericJSON,
+			Note: f.notes(
+				"Launch the command with these arguments and environment over stdio.",
+				f.placeholderNote(),
+			),
+		},
+	}, nil
+}
+
+// facts are the validated values every preview is derived from.
+type facts struct {
+	name        string
+	command     string
+	portable    bool
+	token       string // real token or TokenPlaceholder
+	placeholder bool
+	db          string
+	clientID    string
+}
+
+func resolve(in Input) (facts, error) {
+	f := facts{
+		name:     in.ServerName,
+		command:  in.Executable,
+		portable: in.Portable,
+		token:    in.Token,
+		db:       in.DBPath,
+		clientID: in.ClientID,
+	}
+	if f.name == "" {
+		f.name = DefaultServerName
+	}
+	if !serverNameRE.MatchString(f.name) {
+		return facts{}, fmt.Errorf("setup: invalid server name %q: want lower-case letters, digits, '_' or '-', starting with a letter or digit, at most 63 characters", f.name)
+	}
+	if f.portable {
+		f.command = PortableCommand
+	} else {
+		if f.command == "" {
+			return facts{}, errors.New("setup: executable path is required unless portable")
+		}
+		if err := checkPath("executable", f.command); err != nil {
+			return facts{}, err
+		}
+	}
+	if f.token == "" {
+		f.token, f.placeholder = TokenPlaceholder, true
+	} else if !tokenRE.MatchString(f.token) {
+		// Never echo the value: it is a credential.
+		return facts{}, errors.New(`setup: invalid client token: want "tsk_" followed by letters, digits or '_'`)
+	}
+	if f.db != "" {
+		if err := checkPath("database", f.db); err != nil {
+			return facts{}, err
+		}
+	}
+	if len(f.clientID) > maxClientIDLen || !utf8.ValidString(f.clientID) || strings.ContainsFunc(f.clientID, isControl) {
+		return facts{}, fmt.Errorf("setup: invalid client id %q", f.clientID)
+	}
+	return f, nil
+}
+
+// checkPath requires an absolute path of printable UTF-8: host configs are
+// UTF-8 text, and a control character in a pasted snippet is never intended.
+func checkPath(what, p string) error {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, isControl) {
+		return fmt.Errorf("setup: %s path %q contains invalid UTF-8 or control characters", what, p)
+	}
+	if strings.Contains(p, "${") {
+		// Claude Code expands ${VAR} in .mcp.json, so such a path would not
+		// survive the project preview.
+		return fmt.Errorf("setup: %s path %q contains \"${\"", what, p)
+	}
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("setup: %s path %q is not absolute", what, p)
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// env returns the server environment with the given token value.
+func (f facts) env(token string) map[string]string {
+	e := map[string]string{envClientToken: token}
+	if f.db != "" {
+		e[envDB] = f.db
+	}
+	return e
+}
+
+// sortedEnv returns the environment as key-sorted pairs.
+func (f facts) sortedEnv(token string) [][2]string {
+	e := f.env(token)
+	keys := make([]string, 0, len(e))
+	for k := range e {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][2]string, len(keys))
+	for i, k := range keys {
+		out[i] = [2]string{k, e[k]}
+	}
+	return out
+}
+
+type jsonServer struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+}
+
+type mcpServersDoc struct {
+	MCPServers map[string]jsonServer `json:"mcpServers"`
+}
+
+type genericServer struct {
+	Command   string            `json:"command"`
+	Args      []string          `json:"args"`
+	Env       map[string]string `json:"env"`
+	Transport string            `json:"transport"`
+}
+
+func (f facts) server(token string) jsonServer {
+	return jsonServer{Command: f.command, Args: slices.Clone(serverArgs), Env: f.env(token)}
+}
+
+// encodeJSON renders v as 2-space indented JSON with a trailing newline.
+// encoding/json sorts map keys; HTML escaping is off so the placeholder's
+// angle brackets stay readable.
+func encodeJSON(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("setup: encode json: %w", err)
+	}
+	return b.String(), nil
+}
+
+// claudeAddLine is `claude mcp add NAME -e K=V… -- COMMAND ARGS…`. The name
+// comes before the -e options: -e is variadic in Claude Code and would
+// swallow a following name, and `--` ends it before the command.
+func (f facts) claudeAddLine() string {
+	argv := []string{"claude", "mcp", "add", f.name}
+	for _, kv := range f.sortedEnv(f.token) {
+		argv = append(argv, "-e", kv[0]+"="+kv[1])
+	}
+	argv = append(argv, "--", f.command)
+	argv = append(argv, serverArgs...)
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ") + "\n"
+}
+
+// codexTOML is the [mcp_servers.NAME] table for ~/.codex/config.toml.
+func (f facts) codexTOML() string {
+	var b strings.Builder
+	table := "mcp_servers." + tomlKey(f.name)
+	fmt.Fprintf(&b, "[%s]\n", table)
+	fmt.Fprintf(&b, "command = %s\n", tomlString(f.command))
+	args := make([]string, len(serverArgs))
+	for i, a := range serverArgs {
+		args[i] = tomlString(a)
+	}
+	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(args, ", "))
+	fmt.Fprintf(&b, "startup_timeout_sec = %d\n", codexStartupTimeoutSec)
+	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
+	fmt.Fprintf(&b, "\n[%s.env]\n", table)
+	for _, kv := range f.sortedEnv(f.token) {
+		fmt.Fprintf(&b, "%s = %s\n", tomlKey(kv[0]), tomlString(kv[1]))
+	}
+	return b.String()
+}
+
+func (f facts) placeholderNote() string {
+	if !f.placeholder {
+		return ""
+	}
+	return "Replace " + TokenPlaceholder + " with the client token shown when the client was registered."
+}
+
+func (f facts) historyNote() string {
+	if f.placeholder {
+		return ""
+	}
+	return "The token is part of this command, so your shell may keep it in its history."
+}
+
+func (f facts) desktopPathNote() string {
+	if f.portable {
+		return "Warning: Claude Desktop does not inherit your shell PATH, so the bare command \"" + PortableCommand + "\" will likely not start: replace it with the absolute path of the installed binary (for example the output of `command -v " + PortableCommand + "`)."
+	}
+	return "The command is an absolute path because Claude Desktop does not inherit your shell PATH."
+}
+
+// notes joins the non-empty parts and, when known, names the client.
+func (f facts) notes(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	if f.clientID != "" {
+		keep = append(keep, "Client: "+f.clientID+".")
+	}
+	return strings.Join(keep, " ")
+}
+
+// shellQuote quotes s as one POSIX shell word. Words made only of characters
+// that are never special to the shell are returned as they are; anything else
+// is wrapped in single quotes, each embedded single quote becoming:
+//
+//	'\''
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(s); i++ {
+		if !shellSafe(s[i]) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellSafe(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("_@%+=:,./-", c) >= 0
+}
+
+// tomlString quotes s as a TOML basic string: '"' and '\' are
+// backslash-escaped, as are all control characters (\b \t \n \f \r, and
+// \uXXXX for the rest, including U+007F). Invalid UTF-8 bytes, which TOML
+// documents cannot hold, become U+FFFD.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r) // utf8.RuneError for invalid bytes → U+FFFD
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// tomlKey returns k as a bare TOML key when it is one (A-Za-z0-9_-), and as
+// a quoted key otherwise.
+func tomlKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return tomlString(k)
+		}
+	}
+	return k
+}
