@@ -55,18 +55,32 @@ func TestCatalog_Invariants(t *testing.T) {
 			if tool.Tier == TierControlledAction && tool.Approval == ApprovalNone {
 				t.Error("every controlled action is approval-gated")
 			}
-			if (tool.Tier == TierCandidateWrite || tool.Tier == TierActionProposal || tool.Tier == TierControlledAction) != tool.Persists {
-				t.Error("writes persist and reads do not")
+			writeTier := tool.Tier == TierCandidateWrite || tool.Tier == TierActionProposal || tool.Tier == TierControlledAction
+			switch {
+			case tool.Persists && !writeTier:
+				t.Error("reads never persist")
+			case !tool.Persists && writeTier && !isDryRun(tool):
+				t.Error("writes persist (only a candidate-tier dry run, risk tenant_read with a non-material preview impact, may not)")
 			}
-			// Strict, bounded input.
-			if ap := tool.InputSchema.AdditionalProperties; ap == nil || ap.Not == nil {
-				t.Error("input schema must reject unknown fields")
-			}
-			for name, p := range tool.InputSchema.Properties {
-				if p.Type == "string" && p.MaxLength == nil && p.Enum == nil {
-					t.Errorf("unbounded string %s", name)
+			// Strict, bounded input, at every depth.
+			checkStrict(t, "input", tool.InputSchema)
+			for _, name := range authorityFields {
+				if hasProperty(tool.InputSchema, name) {
+					t.Errorf("input field %q could carry authority or scope: the server resolves it (§4.6, §20)", name)
 				}
 			}
+			if tool.Domain.Service == "" {
+				t.Error("domain mapping without a service")
+			}
+			if tool.Status == StatusExperimental && tool.HasHandler() || tool.Status != StatusExperimental && !tool.HasHandler() {
+				t.Error("a tool is experimental exactly while it has no handler")
+			}
+			if tool.CompatFor != "" {
+				if other, ok := Lookup(tool.CompatFor); !ok || other.CompatFor != "" || other.Domain != tool.Domain {
+					t.Errorf("compat_for %q must name a tool with the same domain mapping", tool.CompatFor)
+				}
+			}
+			checkTier(t, tool)
 			if tool.Persists && !slices.Contains(tool.InputSchema.Required, "idempotency_key") {
 				t.Error("a persisted write must require idempotency_key")
 			}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -37,13 +38,15 @@ type Common struct {
 // WriteCommon carries the §21 fields of every persisted write.
 type WriteCommon struct {
 	Common
-	IdempotencyKey string `json:"idempotency_key" jsonschema:"required: a unique key per intended write (8-255 chars of A-Z a-z 0-9 . _ : -); retrying with the same key and input returns the original result" ts:"pattern=^[A-Za-z0-9._:-]{8,255}$"`
+	IdempotencyKey string `json:"idempotency_key" jsonschema:"required: a unique key per intended write (8-255 chars of A-Z a-z 0-9 . _ : -); retrying with the same key and input returns the original result" ts:"max=255,pattern=^[A-Za-z0-9._:-]{8,255}$"`
 }
 
 // define builds a Tool from a definition and a typed handler. The input
 // schema is inferred from In (strict: additionalProperties false) and
 // tightened by `ts` struct tags: id=PREFIX, max=N, min=N, pattern=RE,
-// enum=a|b|c, maxitems=N.
+// enum=a|b|c, maxitems=N, minitems=N. A nil handler defines a tool whose
+// capability does not exist yet: it is listed in the catalog but Decide
+// never shows it.
 func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in In) (Out, Effects, error)) Tool {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -66,9 +69,13 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 		OutputSchemaHash: schemaHash(out),
 		resolved:         resolved,
 	}
+	limit := MaxArgumentBytes
+	if d.MaxArgumentBytes > 0 {
+		limit = d.MaxArgumentBytes
+	}
 	t.decode = func(raw json.RawMessage) (any, error) {
 		var v In
-		if err := decodeStrict(resolved, raw, &v); err != nil {
+		if err := decodeStrict(resolved, raw, &v, limit); err != nil {
 			return nil, err
 		}
 		return v, nil
@@ -99,8 +106,15 @@ func schemaHash(s *jsonschema.Schema) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// applyTags tightens inferred property schemas from `ts` tags.
+// applyTags tightens inferred property schemas from `ts` tags. It descends
+// into nested objects and arrays of objects, so a nested field is bounded by
+// the same rules as a top-level one. On a slice field, id, max, min, pattern
+// and enum apply to the elements; maxitems and minitems to the array, which
+// is never nullable.
 func applyTags(s *jsonschema.Schema, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	for _, f := range reflect.VisibleFields(t) {
 		if f.Anonymous {
 			continue
@@ -113,9 +127,22 @@ func applyTags(s *jsonschema.Schema, t reflect.Type) {
 		if p == nil {
 			continue
 		}
-		isString := f.Type.Kind() == reflect.String || (f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.String)
-		if isString && p.MaxLength == nil {
-			p.MaxLength = jsonschema.Ptr(MaxShortText) // bounded unless a tag says otherwise
+		arr := p  // the array schema of a slice field
+		elem := p // where value tags (id, max, pattern, enum …) apply
+		ft := deref(f.Type)
+		if ft.Kind() == reflect.Slice && p.Items != nil {
+			elem = p.Items
+			ft = deref(ft.Elem())
+			if len(p.Types) > 0 { // a JSON null is never a meaningful input list
+				p.Types, p.Type = nil, "array"
+			}
+		}
+		if ft.Kind() == reflect.Struct && ft != timeType {
+			applyTags(elem, ft)
+		}
+		isString := ft.Kind() == reflect.String
+		if isString && elem.MaxLength == nil {
+			elem.MaxLength = jsonschema.Ptr(MaxShortText) // bounded unless a tag says otherwise
 		}
 		tag := f.Tag.Get("ts")
 		if tag == "" {
@@ -125,35 +152,46 @@ func applyTags(s *jsonschema.Schema, t reflect.Type) {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
 			case "id":
-				p.Pattern = domain.IDPattern(v)
-				p.MaxLength = jsonschema.Ptr(len(v) + 41)
+				elem.Pattern = domain.IDPattern(v)
+				elem.MaxLength = jsonschema.Ptr(len(v) + 41)
 			case "max":
 				n := atoi(v)
 				if isString {
-					p.MaxLength = jsonschema.Ptr(n)
+					elem.MaxLength = jsonschema.Ptr(n)
 				} else {
-					p.Maximum = jsonschema.Ptr(float64(n))
+					elem.Maximum = jsonschema.Ptr(float64(n))
 				}
 			case "min":
 				n := atoi(v)
 				if isString {
-					p.MinLength = jsonschema.Ptr(n)
+					elem.MinLength = jsonschema.Ptr(n)
 				} else {
-					p.Minimum = jsonschema.Ptr(float64(n))
+					elem.Minimum = jsonschema.Ptr(float64(n))
 				}
 			case "pattern":
-				p.Pattern = v
+				elem.Pattern = v
 			case "enum":
 				for _, e := range strings.Split(v, "|") {
-					p.Enum = append(p.Enum, e)
+					elem.Enum = append(elem.Enum, e)
 				}
 			case "maxitems":
-				p.MaxItems = jsonschema.Ptr(atoi(v))
+				arr.MaxItems = jsonschema.Ptr(atoi(v))
+			case "minitems":
+				arr.MinItems = jsonschema.Ptr(atoi(v))
 			default:
 				panic(fmt.Sprintf("catalog: unknown ts tag %q on %s.%s", k, t.Name(), f.Name))
 			}
 		}
 	}
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
 }
 
 // splitTag splits on commas that start a new key=value (patterns may hold commas).
@@ -176,7 +214,7 @@ func splitTag(tag string) []string {
 func isTagKey(seg string) bool {
 	k, _, ok := strings.Cut(seg, "=")
 	switch k {
-	case "id", "max", "min", "pattern", "enum", "maxitems":
+	case "id", "max", "min", "pattern", "enum", "maxitems", "minitems":
 		return ok
 	}
 	return false
@@ -193,12 +231,12 @@ func atoi(s string) int {
 // decodeStrict validates raw against the resolved schema, then decodes it into
 // dst refusing unknown fields. Every failure is a *domain.InputError whose
 // message names the field and never echoes a long value.
-func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any) error {
+func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any, limit int) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = json.RawMessage("{}")
 	}
-	if len(raw) > MaxArgumentBytes {
-		return domain.Invalid("arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+	if len(raw) > limit {
+		return domain.Invalid("arguments", fmt.Sprintf("larger than %d bytes", limit))
 	}
 	if !utf8.Valid(raw) {
 		return domain.Invalid("arguments", "not valid UTF-8")

@@ -78,7 +78,13 @@ type Definition struct {
 	Approval    Approval      `json:"approval_requirement"`
 	Domain      DomainMapping `json:"domain_mapping"`
 	Status      Status        `json:"status"`
-	CompatFor   string        `json:"compat_for,omitempty"` // a compatibility name of another tool (§12.1)
+	// DeprecatedMajors are older major versions still answered, with a
+	// warning, during their compatibility window (§25).
+	DeprecatedMajors []int  `json:"deprecated_majors,omitempty"`
+	CompatFor        string `json:"compat_for,omitempty"` // a compatibility name of another tool (§12.1)
+	// MaxArgumentBytes raises the whole-arguments limit for a tool that takes
+	// a file body (CSV text, a base64 image); 0 means MaxArgumentBytes.
+	MaxArgumentBytes int `json:"max_argument_bytes,omitempty"`
 	// Impact is what a successful call does (spec §36); the gate records it
 	// in the call's plugin_event, including events committed with a write.
 	Impact domain.EventImpact `json:"impact"`

@@ -1,0 +1,293 @@
+package catalog
+
+import (
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Proposal tools (spec §14) build an immutable action proposal: exact
+// targets, the versions read, exact changes, estimated impact, validation
+// and the approval the execution will need. Creating a proposal changes no
+// canonical or public state and is not an approval; a seller (or a policy the
+// seller configured) approves it outside MCP, and the matching controlled
+// action executes it.
+
+// Id prefixes of records domain does not model yet; ts tags spell them as
+// literals (id=export, id=asset) and the catalog test checks they agree.
+const (
+	prefixExport = "export" // a staged export
+	prefixAsset  = "asset"  // a durable source asset (uploaded media)
+)
+
+// proposalImpact is what creating a proposal does.
+var proposalImpact = domain.EventImpact{Type: "proposal_created", Material: true}
+
+// rfc3339Pattern bounds a timestamp input.
+const rfc3339Pattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`
+
+// ItemVersion binds a proposal to the version of an item as you read it.
+type ItemVersion struct {
+	ID      string `json:"id" jsonschema:"the item id" ts:"id=item"`
+	Version int    `json:"version" jsonschema:"the item's version as you read it (trove_get_item / trove_list_items)" ts:"min=1,max=2147483647"`
+}
+
+// ExecutingTool names the controlled action that executes a proposal.
+type ExecutingTool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// TargetVersion is a target and the version the proposal is bound to.
+type TargetVersion struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+}
+
+// FieldChange is one exact change a proposal would make.
+type FieldChange struct {
+	TargetID string `json:"target_id"`
+	Field    string `json:"field"`
+	From     any    `json:"from"`
+	To       any    `json:"to"`
+}
+
+// ProposalImpact is the estimated effect of executing a proposal.
+type ProposalImpact struct {
+	CanonicalItemsCreated int     `json:"canonical_items_created"`
+	ItemsChanged          int     `json:"items_changed"`
+	PublicRecordsChanged  int     `json:"public_records_changed"`
+	NotificationsSent     int     `json:"notifications_sent"`
+	ExternalDeliveries    int     `json:"external_deliveries"`
+	EstimatedCostUSD      float64 `json:"estimated_cost_usd"`
+}
+
+// ProposalValidation is the domain's verdict on a proposal when it was made.
+type ProposalValidation struct {
+	Status   string   `json:"status" jsonschema:"valid, valid_with_warnings or invalid"`
+	Warnings []string `json:"warnings"`
+	Errors   []string `json:"errors"`
+}
+
+// ProposalApproval is what a proposal needs, and has, to be executed.
+type ProposalApproval struct {
+	Requirement string  `json:"requirement" jsonschema:"explicit_human or human_or_policy"`
+	Decision    string  `json:"decision" jsonschema:"an approval_decision: proposal_required, human_approval_required, allowed, allowed_by_policy, blocked, expired or revoked"`
+	ApprovalID  *string `json:"approval_id"`
+	PolicyID    *string `json:"policy_id"`
+}
+
+// NotificationPlan is the reviewable plan of a buyer-notification proposal.
+// It never names a buyer: the notification service resolves recipients.
+type NotificationPlan struct {
+	AudienceSize     int      `json:"audience_size"`
+	SelectionBasis   string   `json:"selection_basis"`
+	Channels         []string `json:"channels"`
+	MessagePreview   string   `json:"message_preview"`
+	SuppressedCount  int      `json:"suppressed_count" jsonschema:"buyers excluded by opt-out, frequency caps or privacy checks"`
+	RateLimitPerHour int      `json:"rate_limit_per_hour"`
+}
+
+// ProposalView is an immutable action proposal (spec §15).
+type ProposalView struct {
+	ProposalID       string             `json:"proposal_id"`
+	ProposalHash     string             `json:"proposal_hash"`
+	Status           string             `json:"status" jsonschema:"pending_approval, approved, executed, rejected, expired or superseded"`
+	Tool             ExecutingTool      `json:"tool" jsonschema:"the controlled action that executes this proposal once approved"`
+	Action           string             `json:"action"`
+	TargetIDs        []string           `json:"target_ids"`
+	ExpectedVersions []TargetVersion    `json:"expected_versions"`
+	Changes          []FieldChange      `json:"changes"`
+	Impact           ProposalImpact     `json:"impact"`
+	Validation       ProposalValidation `json:"validation"`
+	Approval         ProposalApproval   `json:"approval"`
+	Notification     *NotificationPlan  `json:"notification,omitempty"`
+	RequestedBy      string             `json:"requested_by" jsonschema:"the actor the proposing client acted for"`
+	CreatedAt        time.Time          `json:"created_at"`
+	ExpiresAt        time.Time          `json:"expires_at"`
+}
+
+// proposalDefinition fills what every proposal tool shares.
+func proposalDefinition(name, title, description, operation string) Definition {
+	return Definition{
+		Name: name, Version: "1.0.0", Title: title, Description: description,
+		Tier: TierActionProposal, Risk: RiskLowWrite, Permissions: []string{domain.PermProposalCreate},
+		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Domain: DomainMapping{Service: "approval", Operation: operation},
+		Impact: proposalImpact,
+	}
+}
+
+// proposalFooter ends every proposal description.
+const proposalFooter = " Creates only an immutable proposal (not an approval, not a change): the seller approves it outside MCP and the named controlled action executes it. Requires idempotency_key."
+
+// ProposeCandidatePromotionInput is the input of trove_propose_candidate_promotion.
+type ProposeCandidatePromotionInput struct {
+	WriteCommon
+	CandidateID     string `json:"candidate_id" jsonschema:"the reviewed candidate to promote" ts:"id=candidate"`
+	ExpectedVersion int    `json:"expected_version" jsonschema:"the candidate's version as you read it" ts:"min=1,max=2147483647"`
+	Title           string `json:"title,omitempty" jsonschema:"item title, if different from the candidate's" ts:"min=1,max=200"`
+	Description     string `json:"description,omitempty" jsonschema:"item description, if different from the candidate's" ts:"max=4000"`
+	Category        string `json:"category,omitempty" jsonschema:"dotted category path, if different from the candidate's" ts:"max=128,pattern=^[a-z0-9_]+(\\.[a-z0-9_]+)*$"`
+	Room            string `json:"room,omitempty" jsonschema:"room, if different from the candidate's" ts:"max=64,pattern=^[a-z0-9_]{1,64}$"`
+}
+
+func proposeCandidatePromotion() Tool {
+	return define[ProposeCandidatePromotionInput, ProposalView](proposalDefinition(
+		"trove_propose_candidate_promotion", "Propose promoting a candidate",
+		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category and room, bound to the candidate's version. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Does not publish or price the item."+proposalFooter,
+		"propose_candidate_promotion"), nil)
+}
+
+// ProposeItemPublicationInput is the input of trove_propose_item_publication.
+type ProposeItemPublicationInput struct {
+	WriteCommon
+	ItemID          string `json:"item_id" jsonschema:"the canonical item to publish" ts:"id=item"`
+	ExpectedVersion int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+}
+
+func proposeItemPublication() Tool {
+	return define[ProposeItemPublicationInput, ProposalView](proposalDefinition(
+		"trove_propose_item_publication", "Propose publishing an item",
+		"Propose publishing one canonical item on its TroveSnap sale page, bound to the item's version, with a publication-readiness check (title, category, price, approved photo). Executed by trove_publish_item and needs explicit seller approval. Never publishes a candidate, lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+proposalFooter,
+		"propose_item_publication"), nil)
+}
+
+// ProposeSalePublicationInput is the input of trove_propose_sale_publication.
+type ProposeSalePublicationInput struct {
+	WriteCommon
+	SaleID          string `json:"sale_id" jsonschema:"the draft sale to publish" ts:"id=sale"`
+	ExpectedVersion int    `json:"expected_version" jsonschema:"the sale's version as you read it" ts:"min=1,max=2147483647"`
+}
+
+func proposeSalePublication() Tool {
+	return define[ProposeSalePublicationInput, ProposalView](proposalDefinition(
+		"trove_propose_sale_publication", "Propose publishing a sale",
+		"Propose publishing one estate sale to the public marketplace, bound to the sale's version, with validation of dates, location and the address-reveal policy. Executed by trove_publish_sale and needs explicit seller approval. Never reveals the street address earlier than the sale's policy allows and never notifies buyers."+proposalFooter,
+		"propose_sale_publication"), nil)
+}
+
+// BulkItemChanges are the exact field changes of a bulk update; at least one
+// is required, and each applies to every target.
+type BulkItemChanges struct {
+	Room        *string `json:"room,omitempty" jsonschema:"new room" ts:"max=64,pattern=^[a-z0-9_]{1,64}$"`
+	Category    *string `json:"category,omitempty" jsonschema:"new dotted category path" ts:"max=128,pattern=^[a-z0-9_]+(\\.[a-z0-9_]+)*$"`
+	Title       *string `json:"title,omitempty" jsonschema:"new public title" ts:"min=1,max=200"`
+	Description *string `json:"description,omitempty" jsonschema:"new public description" ts:"max=4000"`
+	PriceCents  *int64  `json:"price_cents,omitempty" jsonschema:"new public price in cents (a financial change: needs pricing permission at execution)" ts:"min=0,max=100000000"`
+}
+
+// ProposeBulkItemUpdateInput is the input of trove_propose_bulk_item_update.
+type ProposeBulkItemUpdateInput struct {
+	WriteCommon
+	ItemIDs          []string        `json:"item_ids" jsonschema:"the exact items to change (1 to 50); the set cannot grow after approval" ts:"id=item,minitems=1,maxitems=50"`
+	ExpectedVersions []ItemVersion   `json:"expected_versions" jsonschema:"the version of every item in item_ids as you read it" ts:"minitems=1,maxitems=50"`
+	Changes          BulkItemChanges `json:"changes" jsonschema:"the exact field changes, the same for every item"`
+}
+
+func proposeBulkItemUpdate() Tool {
+	return define[ProposeBulkItemUpdateInput, ProposalView](proposalDefinition(
+		"trove_propose_bulk_item_update", "Propose a bulk item update",
+		"Propose one atomic plan changing the same fields (room, category, title, description, price) on an explicit list of up to 50 items, each bound to its version; the target set is frozen. Executed by trove_apply_bulk_item_update, which reports per-item conflicts and enforces field-level permissions. Never changes item status."+proposalFooter,
+		"propose_bulk_item_update"), nil)
+}
+
+// ProposeStatusTransitionInput is the input of trove_propose_status_transition.
+type ProposeStatusTransitionInput struct {
+	WriteCommon
+	ItemID            string `json:"item_id" jsonschema:"the item" ts:"id=item"`
+	ExpectedVersion   int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+	ToStatus          string `json:"to_status" jsonschema:"the new lifecycle status; archived is executed by trove_archive_item; publication has its own proposal" ts:"enum=ready|on_hold|pending_pickup|sold|withdrawn|archived"`
+	EffectiveAt       string `json:"effective_at" jsonschema:"when the change takes effect (RFC 3339, e.g. 2026-06-20T15:04:05Z)" ts:"max=35,pattern=^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"`
+	StatusCandidateID string `json:"status_candidate_id,omitempty" jsonschema:"the status_update candidate this transition reviews, when it came from an import" ts:"id=candidate"`
+	Reason            string `json:"reason,omitempty" jsonschema:"why, for the seller reviewing the proposal" ts:"max=1000"`
+}
+
+func proposeStatusTransition() Tool {
+	return define[ProposeStatusTransitionInput, ProposalView](proposalDefinition(
+		"trove_propose_status_transition", "Propose an item status change",
+		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Never records payment or a sale price."+proposalFooter,
+		"propose_status_transition"), nil)
+}
+
+// ProposeBuyerNotificationInput is the input of trove_propose_buyer_notification.
+type ProposeBuyerNotificationInput struct {
+	WriteCommon
+	ItemID          string   `json:"item_id,omitempty" jsonschema:"announce this published item; give exactly one of item_id or sale_id" ts:"id=item"`
+	SaleID          string   `json:"sale_id,omitempty" jsonschema:"announce this published sale; give exactly one of item_id or sale_id" ts:"id=sale"`
+	ExpectedVersion int      `json:"expected_version" jsonschema:"the version of the item or sale as you read it" ts:"min=1,max=2147483647"`
+	Audience        string   `json:"audience" jsonschema:"which interested buyers: those who saved the item, follow the sale, or follow its category" ts:"enum=saved_item|followed_sale|category_interest"`
+	Channels        []string `json:"channels" jsonschema:"delivery channels; each buyer's own preferences still apply" ts:"enum=email|sms|push,minitems=1,maxitems=3"`
+	MessageTemplate string   `json:"message_template" jsonschema:"the message; {{item_title}}, {{sale_title}} and {{sale_dates}} are filled in" ts:"min=1,max=1000"`
+}
+
+func proposeBuyerNotification() Tool {
+	return define[ProposeBuyerNotificationInput, ProposalView](proposalDefinition(
+		"trove_propose_buyer_notification", "Propose notifying matched buyers",
+		"Propose notifying buyers interested in a published item or sale: the proposal shows audience size, selection basis, channels, a message preview, suppressions and estimated cost, never buyer identities. Executed by trove_notify_matched_buyers and needs explicit seller approval. Sends nothing by itself."+proposalFooter,
+		"propose_buyer_notification"), nil)
+}
+
+// ProposeIdentityBindingInput is the input of trove_propose_identity_binding.
+type ProposeIdentityBindingInput struct {
+	WriteCommon
+	ItemID          string `json:"item_id" jsonschema:"the item" ts:"id=item"`
+	ExpectedVersion int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+	QRCode          string `json:"qr_code" jsonschema:"the tag's code, e.g. QR-221-0001" ts:"max=64,pattern=^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"`
+	Action          string `json:"action" jsonschema:"bind the tag to the item, or release it" ts:"enum=bind|release"`
+}
+
+func proposeIdentityBinding() Tool {
+	return define[ProposeIdentityBindingInput, ProposalView](proposalDefinition(
+		"trove_propose_identity_binding", "Propose binding or releasing a QR tag",
+		"Propose binding a printed QR tag to an item so checkout can scan it, or releasing it, bound to the item's version. Executed by trove_bind_item_identity or trove_release_item_identity; releasing a tag from a sold or pending-pickup item needs explicit seller approval."+proposalFooter,
+		"propose_identity_binding"), nil)
+}
+
+// ProposeDispositionActionInput is the input of trove_propose_disposition_action.
+type ProposeDispositionActionInput struct {
+	WriteCommon
+	ItemIDs          []string      `json:"item_ids" jsonschema:"the exact unsold items (1 to 50)" ts:"id=item,minitems=1,maxitems=50"`
+	ExpectedVersions []ItemVersion `json:"expected_versions" jsonschema:"the version of every item in item_ids as you read it" ts:"minitems=1,maxitems=50"`
+	Action           string        `json:"action" jsonschema:"what happens to the items" ts:"enum=donate|consign|haul_away|return_to_family|buyout_offer"`
+	Counterparty     string        `json:"counterparty,omitempty" jsonschema:"the charity, consignment shop or buyer organisation, by name" ts:"max=200"`
+	OfferCents       *int64        `json:"offer_cents,omitempty" jsonschema:"the buy-out offer in cents (buyout_offer only)" ts:"min=0,max=100000000"`
+	Notes            string        `json:"notes,omitempty" jsonschema:"for the seller reviewing the proposal" ts:"max=1000"`
+}
+
+func proposeDispositionAction() Tool {
+	return define[ProposeDispositionActionInput, ProposalView](proposalDefinition(
+		"trove_propose_disposition_action", "Propose a disposition",
+		"Propose what happens to up to 50 unsold items after a sale (donate, consign, haul away, return to family, buy-out offer), each bound to its version. Executed by trove_apply_disposition_action and needs explicit seller approval, since a disposition cannot be undone. Accepts no offer and moves nothing by itself."+proposalFooter,
+		"propose_disposition_action"), nil)
+}
+
+// ProposeExportDeliveryInput is the input of trove_propose_export_delivery.
+type ProposeExportDeliveryInput struct {
+	WriteCommon
+	ExportID string `json:"export_id" jsonschema:"the export staged by trove_stage_export; its item snapshot and versions bind the proposal" ts:"id=export"`
+}
+
+func proposeExportDelivery() Tool {
+	return define[ProposeExportDeliveryInput, ProposalView](proposalDefinition(
+		"trove_propose_export_delivery", "Propose delivering an export",
+		"Propose delivering a staged export to its outside channel (eBay, Facebook Marketplace, Etsy, CSV file), bound to the staged snapshot and the item versions it was taken at. Executed by trove_deliver_export and needs explicit seller approval. Lists nothing externally by itself."+proposalFooter,
+		"propose_export_delivery"), nil)
+}
+
+// GetProposalInput is the input of trove_get_proposal.
+type GetProposalInput struct {
+	Common
+	ProposalID string `json:"proposal_id" jsonschema:"the proposal" ts:"id=proposal"`
+}
+
+func getProposal() Tool {
+	return define[GetProposalInput, ProposalView](Definition{
+		Name: "trove_get_proposal", Version: "1.0.0", Title: "Get a proposal",
+		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy.",
+		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{domain.PermProposalRead},
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Domain: DomainMapping{Service: "approval", Operation: "get_action_proposal"},
+		Impact: readImpact,
+	}, nil)
+}
