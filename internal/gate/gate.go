@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,10 +96,11 @@ func (g *Gate) VisibleTools(ctx context.Context, credential string) []*catalog.T
 // failure is a gate-level rejection: the envelope code, an optional field,
 // a message overriding the default, and an audit-only code.
 type failure struct {
-	code      Code
-	field     string
-	message   string
-	auditCode string
+	code       Code
+	field      string
+	message    string
+	auditCode  string
+	retryAfter int
 }
 
 func fail(code Code) *failure { return &failure{code: code} }
@@ -186,6 +188,9 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
 	// 1–2: client → actor → tenant. Resolved fresh on every call so a
 	// suspension is seen by the very next request.
+	if c.Credential != "" && !domain.WellFormedToken(c.Credential) {
+		return nil, eff, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"}, false
+	}
 	p, err := g.b.ResolvePrincipal(ctx, c.Credential)
 	if err != nil {
 		return nil, eff, principalFailure(err), false
@@ -216,9 +221,19 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 		return nil, eff, &failure{code: CodeToolNotAvailable, auditCode: "tool_not_visible"}, false
 	}
 
-	// 4: version.
-	if f := checkVersion(c.Meta, t); f != nil {
+	// 4: version. Deprecated tools and versions still answer, with a
+	// warning, and the event marks the use so it can be counted.
+	deprecated, f := checkVersion(c.Meta, t)
+	if f != nil {
 		return nil, eff, f, false
+	}
+	if deprecated {
+		ev.Tool.Deprecated = true
+		msg := fmt.Sprintf("%s %s is deprecated and will be retired after its compatibility window.", t.Name, t.Version)
+		if t.CompatFor != "" {
+			msg = fmt.Sprintf("%s is a compatibility name: use %s.", t.Name, t.CompatFor)
+		}
+		eff.Warnings = append(eff.Warnings, catalog.Warning{Code: "tool_deprecated", Message: msg})
 	}
 
 	// 5: strict input.
@@ -232,7 +247,15 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 		return nil, eff, g.domainFailure(err), false
 	}
 
-	// 6: limits — per client × tier rate limits arrive with client registration.
+	// 6: limits, per client × limit class, counted across processes.
+	rd, err := g.b.ConsumeRate(ctx, p, limitClass(t.Tier))
+	if err != nil {
+		return nil, eff, g.domainFailure(err), false
+	}
+	if !rd.Allowed {
+		return nil, eff, &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
+			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}, false
+	}
 
 	// 7: idempotency for persisted writes.
 	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode}
@@ -274,7 +297,7 @@ func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event
 	env.Data = nil
 	env.Related = domain.Related{}.Normalized()
 	env.Warnings = []catalog.Warning{}
-	env.Errors = []Error{{Code: f.code, Message: msg, Field: f.field, Retryable: info.retryable}}
+	env.Errors = []Error{{Code: f.code, Message: msg, Field: f.field, Retryable: info.retryable, RetryAfterSeconds: f.retryAfter}}
 	switch {
 	case f.code == CodeApprovalRequired:
 		env.Status = StatusApprovalRequired
@@ -367,22 +390,42 @@ func tenantHint(meta map[string]any, args map[string]json.RawMessage, p domain.P
 	return nil
 }
 
-// checkVersion applies the §25 rule to a pinned version.
-func checkVersion(meta map[string]any, t *catalog.Tool) *failure {
+// checkVersion applies the §25 rule: no pin or the current major runs; a
+// deprecated major (still supported) runs with a warning; anything else is
+// tool_version_unsupported. A deprecated tool is deprecated at any version.
+func checkVersion(meta map[string]any, t *catalog.Tool) (deprecated bool, f *failure) {
+	deprecated = t.Status == catalog.StatusDeprecated
 	v, ok := meta[MetaToolVersion]
 	if !ok {
-		return nil
+		return deprecated, nil
 	}
 	s, ok := v.(string)
 	if !ok {
-		return &failure{code: CodeToolVersionUnsupported, message: "trovesnap/tool_version must be a string such as \"1\"."}
+		return false, &failure{code: CodeToolVersionUnsupported, message: "trovesnap/tool_version must be a string such as \"1\"."}
 	}
 	maj, _, _ := strings.Cut(strings.TrimPrefix(s, "v"), ".")
 	n, err := strconv.Atoi(maj)
-	if err != nil || n != t.Major() {
-		return &failure{code: CodeToolVersionUnsupported, message: fmt.Sprintf("%s supports major version %d (current %s).", t.Name, t.Major(), t.Version)}
+	switch {
+	case err == nil && n == t.Major():
+		return deprecated, nil
+	case err == nil && slices.Contains(t.DeprecatedMajors, n):
+		return true, nil
 	}
-	return nil
+	return false, &failure{code: CodeToolVersionUnsupported, message: fmt.Sprintf("%s supports major version %d (current %s).", t.Name, t.Major(), t.Version)}
+}
+
+// limitClass maps a tier to its §38 limit class.
+func limitClass(t catalog.Tier) string {
+	switch t {
+	case catalog.TierCandidateWrite:
+		return domain.LimitCandidateWrites
+	case catalog.TierActionProposal:
+		return domain.LimitProposals
+	case catalog.TierControlledAction:
+		return domain.LimitControlledActions
+	default:
+		return domain.LimitReads
+	}
 }
 
 // parseArgs reads the arguments object leniently (strict validation is step 5).
