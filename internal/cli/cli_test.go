@@ -29,10 +29,11 @@ func run(t *testing.T, env map[string]string, argv ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	f := &cli.Factory{
-		IO:     cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
-		Getenv: func(k string) string { return env[k] },
-		Clock:  domain.NewFixedClock(fixtures.Epoch),
-		IDs:    domain.NewSeqIDs(),
+		IO:         cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+		Getenv:     func(k string) string { return env[k] },
+		Clock:      domain.NewFixedClock(fixtures.Epoch),
+		IDs:        domain.RandomIDs{},
+		Executable: func() (string, error) { return "/opt/trovesnap/bin/trovesnap", nil },
 	}
 	code := cli.Run(context.Background(), f, argv)
 	return result{out.String(), errb.String(), code}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/config"
@@ -27,6 +28,9 @@ type Factory struct {
 	Getenv func(string) string
 	Clock  domain.Clock
 	IDs    domain.IDs
+	// Executable is the absolute path of the installed binary, for setup
+	// previews.
+	Executable func() (string, error)
 }
 
 // DefaultFactory is the production factory.
@@ -36,6 +40,13 @@ func DefaultFactory() *Factory {
 		Getenv: os.Getenv,
 		Clock:  domain.SystemClock{},
 		IDs:    domain.RandomIDs{},
+		Executable: func() (string, error) {
+			p, err := os.Executable()
+			if err != nil {
+				return "", err
+			}
+			return filepath.EvalSymlinks(p)
+		},
 	}
 }
 

@@ -52,6 +52,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newMCPCmd(f),
 		newFixturesCmd(f),
 		newDoctorCmd(f),
+		newClientCmd(f),
+		newToolsCmd(f),
+		newLimitsCmd(f),
 	)
 	return root
 }

@@ -49,7 +49,7 @@ func New(o Options) *mcp.Server {
 	mode := o.Gate.Mode()
 	for i := range catalog.All() {
 		t := &catalog.All()[i]
-		s.AddTool(mcpTool(t, mode), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.AddTool(DescribeTool(t, mode), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// Normally unreachable: the middleware answers every tools/call.
 			return result(o.Gate.Invoke(ctx, gateCall(o, req.Params))), nil
 		})
@@ -116,9 +116,9 @@ func result(env *gate.Envelope) *mcp.CallToolResult {
 	}
 }
 
-// mcpTool describes a catalog tool to MCP. Annotations come from tier and
-// risk; in mock mode controlled actions say they only simulate.
-func mcpTool(t *catalog.Tool, mode domain.Mode) *mcp.Tool {
+// DescribeTool describes a catalog tool to MCP. Annotations come from tier
+// and risk; in mock mode controlled actions say they only simulate.
+func DescribeTool(t *catalog.Tool, mode domain.Mode) *mcp.Tool {
 	h := catalog.HintsFor(t)
 	desc := t.Description
 	meta := mcp.Meta{

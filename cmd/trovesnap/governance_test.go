@@ -1,0 +1,119 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func cli(t *testing.T, db string, argv ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(binary(t), append([]string{"--db", db}, argv...)...).Output()
+	if err != nil {
+		t.Fatalf("trovesnap %v: %v", argv, err)
+	}
+	return out
+}
+
+func registerClient(t *testing.T, db, actor string) (id, token string) {
+	t.Helper()
+	var reg struct {
+		ClientID string `json:"client_id"`
+		Token    string `json:"token"`
+	}
+	out := cli(t, db, "client", "register", "--name", "proc test", "--type", "claude_code", "--tenant", "tenant_123",
+		"--actor", actor, "--groups", "tenant_read,candidate_write", "--json", "--portable")
+	if err := json.Unmarshal(out, &reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg.ClientID, reg.Token
+}
+
+func callStatus(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (status, code string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := structured(t, res)
+	status, _ = m["status"].(string)
+	if errs, _ := m["errors"].([]any); len(errs) > 0 {
+		code, _ = errs[0].(map[string]any)["code"].(string)
+	}
+	return status, code
+}
+
+// A client registered with the CLI and pasted into a host (its token in
+// TROVESNAP_CLIENT_TOKEN) sees its tools; suspended from another process, the
+// running server refuses its very next call and lists nothing; reactivated,
+// it works again; revoked, it is gone for good.
+func TestStdio_SuspensionSeenByRunningServer(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "trovesnap.db")
+	cli(t, db, "doctor")
+	id, token := registerClient(t, db, "user_90")
+	cs := connectBinary(t, db, "TROVESNAP_CLIENT_TOKEN="+token)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("registered client sees nothing: %v", err)
+	}
+	if st, _ := callStatus(t, cs, "trove_list_sales", map[string]any{}); st != "succeeded" {
+		t.Fatalf("status %s", st)
+	}
+	cli(t, db, "client", "suspend", id)
+	if st, code := callStatus(t, cs, "trove_list_sales", map[string]any{}); st != "blocked" || code != "client_suspended" {
+		t.Errorf("after suspend: %s/%s", st, code)
+	}
+	if tools, _ := cs.ListTools(context.Background(), nil); len(tools.Tools) != 0 {
+		t.Errorf("suspended client lists %d tools", len(tools.Tools))
+	}
+	cli(t, db, "client", "reactivate", id)
+	if st, _ := callStatus(t, cs, "trove_list_sales", map[string]any{}); st != "succeeded" {
+		t.Errorf("after reactivate: %s", st)
+	}
+	cli(t, db, "client", "revoke", id)
+	if st, code := callStatus(t, cs, "trove_list_sales", map[string]any{}); code != "client_not_registered" {
+		t.Errorf("after revoke: %s/%s", st, code)
+	}
+}
+
+// The per-client limit holds across processes sharing the file: two servers
+// for one client admit exactly the limit within a window.
+func TestStdio_RateLimitAcrossProcesses(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "trovesnap.db")
+	cli(t, db, "doctor")
+	id, token := registerClient(t, db, "user_90")
+	cli(t, db, "limits", "set", "--tenant", "tenant_123", "--client", id, "--reads", "25")
+	var ok, limited atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < 2; p++ {
+		cs := connectBinary(t, db, "TROVESNAP_CLIENT_TOKEN="+token)
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					switch st, code := callStatus(t, cs, "trove_list_sales", map[string]any{}); {
+					case st == "succeeded":
+						ok.Add(1)
+					case code == "rate_limited":
+						limited.Add(1)
+					default:
+						t.Errorf("unexpected %s/%s", st, code)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	// 40 calls in (almost surely) one minute window; a window boundary
+	// during the test could admit up to twice the limit, never more.
+	if ok.Load() < 25 || ok.Load() > 50 || ok.Load()+limited.Load() != 40 {
+		t.Errorf("admitted %d, limited %d (limit 25/min)", ok.Load(), limited.Load())
+	}
+}

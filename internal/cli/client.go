@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triunalabs/trovesnap/internal/config"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/setup"
+	"github.com/triunalabs/trovesnap/store"
+)
+
+// RegisterOptions are the options of `trovesnap client register`.
+type RegisterOptions struct {
+	Name, Type, Tenant, Actor, CreatedBy string
+	Groups                               []string
+	Trust, RiskClass                     string
+	Portable, JSON                       bool
+	Out                                  string
+}
+
+func newClientCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "client", Short: "Register and govern MCP clients (seller-side; no MCP tool can do this)"}
+	cmd.AddCommand(newClientRegisterCmd(f), newClientListCmd(f), newClientShowCmd(f), newClientPreviewCmd(f), newClientRotateCmd(f))
+	for _, st := range []struct{ use, short, status string }{
+		{"suspend ID", "Suspend a client: its next call is refused (client_suspended) and it sees no tools", domain.ClientSuspended},
+		{"reactivate ID", "Reactivate a suspended client", domain.ClientActive},
+		{"revoke ID", "Revoke a client for good: its credential stops working and cannot be restored", domain.ClientRevoked},
+	} {
+		cmd.AddCommand(newClientStatusCmd(f, st.use, st.short, st.status))
+	}
+	return cmd
+}
+
+// withStore opens the configured store for a seller-side command.
+func withStore(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, st *store.Store) error) error {
+	cfg, err := f.Config(dbFlag(cmd))
+	if err != nil {
+		return err
+	}
+	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(cfg, st)
+}
+
+func newClientRegisterCmd(f *Factory) *cobra.Command {
+	o := &RegisterOptions{}
+	cmd := &cobra.Command{
+		Use:   "register",
+		Short: "Register a client for a member of a tenant and print its one-time token and host setup",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for flag, v := range map[string]string{"--name": o.Name, "--type": o.Type, "--tenant": o.Tenant, "--actor": o.Actor} {
+				if v == "" {
+					return usageError{fmt.Errorf("%s is required", flag)}
+				}
+			}
+			if len(o.Groups) == 0 {
+				return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
+			}
+			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+				return registerRun(cmd.Context(), f, cfg, st, o)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Name, "name", "", "a name the seller recognises, e.g. \"Paul's Claude Code\"")
+	fl.StringVar(&o.Type, "type", "", "client type: "+strings.Join(domain.ClientTypes, ", "))
+	fl.StringVar(&o.Tenant, "tenant", "", "tenant id, e.g. tenant_123")
+	fl.StringVar(&o.Actor, "actor", "", "the member the client acts for, e.g. user_88")
+	fl.StringSliceVar(&o.Groups, "groups", nil, "allowed tool groups: "+strings.Join(domain.ToolGroups, ", "))
+	fl.StringVar(&o.CreatedBy, "created-by", "", "the member registering it (default: --actor)")
+	fl.StringVar(&o.Trust, "trust", "", "trust level: "+strings.Join(domain.TrustLevels, ", "))
+	fl.StringVar(&o.RiskClass, "risk-class", "", "risk class: "+strings.Join(domain.RiskClasses, ", "))
+	fl.BoolVar(&o.Portable, "portable", false, "previews run bare `trovesnap` from PATH instead of this binary's absolute path")
+	fl.BoolVar(&o.JSON, "json", false, "print one JSON object (client_id, token, client, previews)")
+	fl.StringVar(&o.Out, "out", "", "write the setup previews (with the token) to this new file instead of printing them")
+	return cmd
+}
+
+// RegisterOutput is the --json output of `client register`.
+type RegisterOutput struct {
+	ClientID string          `json:"client_id"`
+	Token    string          `json:"token"`
+	Client   domain.Client   `json:"client"`
+	Previews []setup.Preview `json:"previews"`
+	// PreviewsFile is where --out wrote the previews too.
+	PreviewsFile string `json:"previews_file,omitempty"`
+}
+
+func registerRun(ctx context.Context, f *Factory, cfg config.Config, st *store.Store, o *RegisterOptions) error {
+	if o.Out != "" {
+		if err := checkOutPath(o.Out); err != nil {
+			return err // before registering: a refused --out registers nothing
+		}
+	}
+	c, token, err := st.RegisterClient(ctx, domain.NewClient{
+		TenantID: o.Tenant, ActorID: o.Actor, Name: o.Name, ClientType: o.Type, Groups: o.Groups,
+		CreatedBy: o.CreatedBy, TrustLevel: o.Trust, RiskClass: o.RiskClass,
+	})
+	if err != nil {
+		return adminError(err)
+	}
+	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable)
+	if err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := writePreviewFile(o.Out, previews); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		return writeJSON(f.IO.Out, RegisterOutput{ClientID: c.ID, Token: token, Client: c, Previews: previews, PreviewsFile: o.Out})
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "Registered %s %q (%s) for %s in %s, groups %s.\n", c.ID, c.Name, c.ClientType, c.ActorID, c.TenantID, strings.Join(c.AllowedToolGroups, ","))
+	fmt.Fprintf(w, "Token (shown once; trovesnap keeps only its hash): %s\n", token)
+	if o.Out != "" {
+		_, err := fmt.Fprintf(w, "Setup previews written to %s (mode 0600; it contains the token).\n", o.Out)
+		return err
+	}
+	fmt.Fprintln(w)
+	return printPreviews(w, previews)
+}
+
+// previewsFor builds the host setup previews from the one pure function.
+func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool) ([]setup.Preview, error) {
+	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID}
+	if !portable {
+		exe, err := f.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding this binary's path (use --portable to print bare `trovesnap`): %w", err)
+		}
+		in.Executable = exe
+	}
+	if cfg.DBPathSource != "default" {
+		in.DBPath = cfg.DBPath // the host's server must open the same database
+	}
+	return setup.Previews(in)
+}
+
+func printPreviews(w io.Writer, previews []setup.Preview) error {
+	for _, p := range previews {
+		fmt.Fprintf(w, "── %s ──\n%s\n", p.Title, strings.TrimRight(p.Text, "\n"))
+		if p.Note != "" {
+			fmt.Fprintf(w, "(%s)\n", p.Note)
+		}
+		if _, err := fmt.Fprintln(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostSettingsFiles are files hosts read their own settings from: previews
+// are for the user to paste, never written into a host's settings.
+var hostSettingsFiles = []string{".mcp.json", "claude_desktop_config.json", "config.toml", ".claude.json", "settings.json", "settings.local.json"}
+
+func checkOutPath(path string) error {
+	if slices.Contains(hostSettingsFiles, filepath.Base(path)) {
+		return usageError{fmt.Errorf("--out %s looks like a host's own settings file: trovesnap never writes host settings; name another file and paste from it", path)}
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return usageError{fmt.Errorf("--out %s already exists: name a new file", path)}
+	}
+	return nil
+}
+
+func writePreviewFile(path string, previews []setup.Preview) error {
+	if err := checkOutPath(path); err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("--out: %w (the file must not exist yet)", err)
+	}
+	if err := printPreviews(fh, previews); err != nil {
+		_ = fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+func newClientPreviewCmd(f *Factory) *cobra.Command {
+	var portable, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "preview ID",
+		Short: "Print a client's host setup again, without the secret (paste the token you saved)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+				c, err := st.GetClient(cmd.Context(), a[0])
+				if err != nil {
+					return adminError(err)
+				}
+				previews, err := previewsFor(f, cfg, c.ID, "", portable)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, previews)
+				}
+				return printPreviews(f.IO.Out, previews)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newClientListCmd(f *Factory) *cobra.Command {
+	var tenant string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List registered clients",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+				cs, err := st.ListClients(cmd.Context(), tenant)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, cs)
+				}
+				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tTYPE\tSTATUS\tTENANT\tACTOR\tGROUPS\tLAST SEEN")
+				for _, c := range cs {
+					seen := "never"
+					if c.LastSeenAt != nil {
+						seen = c.LastSeenAt.Format("2006-01-02 15:04")
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.ClientType, c.Status, c.TenantID, c.ActorID, strings.Join(c.AllowedToolGroups, ","), seen)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only clients of this tenant")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// ClientDetail is the --json output of `client show`.
+type ClientDetail struct {
+	domain.Client
+	Limits domain.Limits `json:"limits"`
+}
+
+func newClientShowCmd(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a client, its status, groups and effective limits",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+				c, err := st.GetClient(cmd.Context(), a[0])
+				if err != nil {
+					return adminError(err)
+				}
+				l, err := st.EffectiveLimits(cmd.Context(), c.TenantID, c.ID)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, ClientDetail{Client: c, Limits: l})
+				}
+				w := f.IO.Out
+				fmt.Fprintf(w, "%s %q\n  type %s · status %s · trust %s · risk %s\n", c.ID, c.Name, c.ClientType, c.Status, c.TrustLevel, c.RiskClass)
+				fmt.Fprintf(w, "  tenant %s · acts for %s · created by %s at %s\n", c.TenantID, c.ActorID, c.CreatedBy, c.CreatedAt.Format("2006-01-02 15:04"))
+				fmt.Fprintf(w, "  groups %s · credential issued: %v\n", strings.Join(c.AllowedToolGroups, ","), c.HasCredential)
+				_, err = fmt.Fprintf(w, "  limits/min: reads %d, candidate writes %d, proposals %d, controlled actions %d; bulk targets %d; paid $%.2f/day\n",
+					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newClientStatusCmd(f *Factory, use, short, status string) *cobra.Command {
+	var by string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+				c, err := st.SetClientStatus(cmd.Context(), a[0], status, by)
+				if err != nil {
+					return adminError(err)
+				}
+				_, err = fmt.Fprintf(f.IO.Out, "%s is now %s\n", c.ID, c.Status)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log)")
+	return cmd
+}
+
+func newClientRotateCmd(f *Factory) *cobra.Command {
+	var by string
+	var portable, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rotate ID",
+		Short: "Issue a new credential; the old one stops working at once",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+				c, token, err := st.RotateCredential(cmd.Context(), a[0], by)
+				if err != nil {
+					return adminError(err)
+				}
+				previews, err := previewsFor(f, cfg, c.ID, token, portable)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, RegisterOutput{ClientID: c.ID, Token: token, Client: c, Previews: previews})
+				}
+				fmt.Fprintf(f.IO.Out, "New token for %s (shown once): %s\n\n", c.ID, token)
+				return printPreviews(f.IO.Out, previews)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "the member taking the action")
+	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// adminError makes domain errors of seller-side commands readable and maps
+// them to usage errors (exit 2) where the input was wrong.
+func adminError(err error) error {
+	var ie *domain.InputError
+	var re *domain.RefError
+	switch {
+	case errors.As(err, &ie):
+		return usageError{fmt.Errorf("--%s: %s", strings.ReplaceAll(ie.Field, "_", "-"), ie.Reason)}
+	case errors.As(err, &re):
+		return usageError{fmt.Errorf("unknown %s %s", re.Field, re.ID)}
+	case errors.Is(err, domain.ErrTransitionInvalid):
+		return usageError{err}
+	}
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/config"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/store"
+)
+
+// ToolRow is one line of `trovesnap tools list --json`.
+type ToolRow struct {
+	catalog.Definition
+	InputSchemaHash  string            `json:"input_schema_hash"`
+	OutputSchemaHash string            `json:"output_schema_hash"`
+	Decision         *catalog.Decision `json:"decision,omitempty"`
+}
+
+// ToolsListOutput is the --json output of `tools list`.
+type ToolsListOutput struct {
+	Mode      string            `json:"mode"`
+	Principal *domain.Principal `json:"principal,omitempty"`
+	Tools     []ToolRow         `json:"tools"`
+}
+
+func newToolsCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "tools", Short: "The tool catalog"}
+	var as string
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Print the tool registry; with --as CLIENT, what that client sees and why",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.Config(dbFlag(cmd))
+			if err != nil {
+				return err
+			}
+			out := ToolsListOutput{Mode: string(cfg.Mode)}
+			if as != "" {
+				err := withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+					p, err := st.PrincipalForClient(cmd.Context(), as)
+					if err != nil {
+						return adminError(err)
+					}
+					out.Principal = &p
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			for i := range catalog.All() {
+				t := &catalog.All()[i]
+				row := ToolRow{Definition: t.Definition, InputSchemaHash: t.InputSchemaHash, OutputSchemaHash: t.OutputSchemaHash}
+				if out.Principal != nil {
+					d := catalog.Decide(t, cfg.Mode, *out.Principal)
+					row.Decision = &d
+				}
+				out.Tools = append(out.Tools, row)
+			}
+			if asJSON {
+				return writeJSON(f.IO.Out, out)
+			}
+			w := f.IO.Out
+			if p := out.Principal; p != nil {
+				role := p.Role
+				if role == "" {
+					role = "no membership"
+				}
+				fmt.Fprintf(w, "As %s (%s, status %s): actor %s in %s, role %s, groups %s; %s mode\n\n",
+					p.Client.ID, p.Client.Name, p.ClientStatus, p.ActorID, p.TenantID, role, strings.Join(p.AllowedToolGroups, ","), cfg.Mode)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			if out.Principal != nil {
+				fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tVISIBLE\tWHY")
+			} else {
+				fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tRISK\tSTATUS\tAPPROVAL\tPERMISSIONS")
+			}
+			visible := 0
+			for _, r := range out.Tools {
+				if r.Decision != nil {
+					v := "no"
+					if r.Decision.Visible {
+						v = "yes"
+						visible++
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, v, r.Decision.Reason)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, r.Risk, r.Status, r.Approval, strings.Join(r.Permissions, ","))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if out.Principal != nil {
+				_, err = fmt.Fprintf(w, "\n%d of %d tools visible\n", visible, len(out.Tools))
+			} else {
+				_, err = fmt.Fprintf(w, "\n%d tools\n", len(out.Tools))
+			}
+			return err
+		},
+	}
+	list.Flags().StringVar(&as, "as", "", "explain visibility for this client id")
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(list)
+	return cmd
+}
+
+func newLimitsCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "limits", Short: "Rate and cost limits per tenant or client (spec §38)"}
+	var tenant, client string
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show the effective limits of a tenant or client",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tenant == "" {
+				return usageError{fmt.Errorf("--tenant is required")}
+			}
+			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+				l, err := st.EffectiveLimits(cmd.Context(), tenant, client)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(f.IO.Out, l)
+				}
+				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day\n",
+					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
+				return err
+			})
+		},
+	}
+	var reads, cand, props, ctrl, bulk int
+	var paid float64
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Set limits for a tenant (or, with --client, one client); unspecified values keep their current value",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tenant == "" {
+				return usageError{fmt.Errorf("--tenant is required")}
+			}
+			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+				l, err := st.EffectiveLimits(cmd.Context(), tenant, client)
+				if err != nil {
+					return err
+				}
+				fl := cmd.Flags()
+				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
+					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets} {
+					if fl.Changed(name) {
+						v, _ := fl.GetInt(name)
+						*dst = v
+					}
+				}
+				if fl.Changed("paid-usd-per-day") {
+					l.MaxDailyPaidCostUSD = paid
+				}
+				if err := st.SetLimits(cmd.Context(), tenant, client, l); err != nil {
+					return adminError(err)
+				}
+				_, err = fmt.Fprintln(f.IO.Out, "limits updated")
+				return err
+			})
+		},
+	}
+	for _, c := range []*cobra.Command{show, set} {
+		c.Flags().StringVar(&tenant, "tenant", "", "tenant id")
+		c.Flags().StringVar(&client, "client", "", "client id (default: the tenant's default limits)")
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	set.Flags().IntVar(&reads, "reads", 0, "read calls per minute")
+	set.Flags().IntVar(&cand, "candidate-writes", 0, "candidate writes per minute")
+	set.Flags().IntVar(&props, "proposals", 0, "proposals per minute")
+	set.Flags().IntVar(&ctrl, "controlled-actions", 0, "controlled actions per minute")
+	set.Flags().IntVar(&bulk, "bulk-targets", 0, "maximum targets of a bulk action")
+	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
+	cmd.AddCommand(show, set)
+	return cmd
+}
