@@ -48,12 +48,6 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 		res domain.CandidateCreated
 		out domain.WriteOutcome
 	)
-	if err := requireTenant(p); err != nil {
-		return res, out, err
-	}
-	if err := checkWriteMeta(p, w); err != nil {
-		return res, out, err
-	}
 	if strings.TrimSpace(in.SaleID) == "" {
 		return res, out, domain.Invalid("sale_id", "required")
 	}
@@ -71,45 +65,27 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 		return res, out, fmt.Errorf("store: create candidate: encode input: %w", domain.ErrInvalidInput)
 	}
 
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		now := s.clock.Now()
-		stored, found, err := s.lookupIdem(ctx, tx, w.Idem, now)
-		if err != nil {
-			return err
-		}
-		if found {
-			if stored.fingerprint != w.Idem.Fingerprint {
-				return fmt.Errorf("store: create candidate: key %q: %w", w.Idem.Key, domain.ErrIdempotencyConflict)
-			}
-			if err := json.Unmarshal(stored.result.Result, &res); err != nil {
-				return s.dbErr("create candidate: stored result", err)
-			}
-			out = domain.WriteOutcome{Replayed: true, OriginalEventID: stored.result.EventID, Related: stored.result.Related.Normalized()}
-			return nil // nothing written: the empty transaction commits
-		}
-
+	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.CandidateCreated, domain.Related, error) {
+		var res domain.CandidateCreated
 		if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", in.SaleID, p.TenantID); err != nil {
-			return err
-		}
-		if err := s.checkClientActive(ctx, tx, p); err != nil {
-			return err
+			return res, domain.Related{}, err
 		}
 		descID, err := s.mcpDescriptor(ctx, tx, p, now)
 		if err != nil {
-			return err
+			return res, domain.Related{}, err
 		}
 		runID := s.ids.New(domain.PrefixRun)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO import_runs (id, tenant_id, source_descriptor_id, sale_id, kind, status,
 			record_count, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)`,
 			runID, p.TenantID, descID, in.SaleID, importKindMCP, importCompleted, ts(now)); err != nil {
-			return s.dbErr("create candidate: import run", err)
+			return res, domain.Related{}, s.dbErr("create candidate: import run", err)
 		}
 		recordID := s.ids.New(domain.PrefixRecord)
 		sum := sha256.Sum256(payload)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash, payload,
 			created_at) VALUES (?, ?, ?, 1, ?, ?, ?)`,
 			recordID, p.TenantID, runID, "sha256:"+hex.EncodeToString(sum[:]), string(payload), ts(now)); err != nil {
-			return s.dbErr("create candidate: source record", err)
+			return res, domain.Related{}, s.dbErr("create candidate: source record", err)
 		}
 		cand := domain.Candidate{
 			ID: s.ids.New(domain.PrefixCandidate), TenantID: p.TenantID, SaleID: in.SaleID, Kind: domain.CandidateNewItem,
@@ -119,28 +95,14 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 			CreatedByClientID: p.Client.ID, Version: 1, CreatedAt: now,
 		}
 		if err := insertCandidate(ctx, tx, cand); err != nil {
-			return s.dbErr("create candidate: candidate", err)
+			return res, domain.Related{}, s.dbErr("create candidate: candidate", err)
 		}
 		res = domain.CandidateCreated{
 			CandidateID: cand.ID, ReviewStatus: cand.ReviewStatus, CanonicalItemCreated: false,
 			SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID, SaleID: in.SaleID,
 		}
-
-		related := domain.Related{SourceImportRunIDs: []string{runID}, SourceImportRecordIDs: []string{recordID}, CandidateIDs: []string{cand.ID}}
-		if err := s.commitWriteEvent(ctx, tx, w, related, now); err != nil {
-			return err
-		}
-
-		if err := s.storeIdempotency(ctx, tx, w, res, related, now); err != nil {
-			return err
-		}
-		out = domain.WriteOutcome{Replayed: false, OriginalEventID: w.Event.ID, Related: related.Normalized()}
-		return nil
+		return res, domain.Related{SourceImportRunIDs: []string{runID}, SourceImportRecordIDs: []string{recordID}, CandidateIDs: []string{cand.ID}}, nil
 	})
-	if err != nil {
-		return domain.CandidateCreated{}, domain.WriteOutcome{}, err
-	}
-	return res, out, nil
 }
 
 // checkWriteMeta refuses write metadata that does not belong to the

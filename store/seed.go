@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -23,7 +24,11 @@ type table struct {
 // inserts in this order and Reset deletes in the reverse one. Counts and
 // Digest report exactly these (a test checks the list against sqlite_schema,
 // so a table added by a migration cannot be forgotten here).
-var tables = []table{
+var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals)
+
+// tables0001 and tables0002 are the tables of the first two migrations;
+// later migrations list theirs beside their code (tables_*.go).
+var tables0001 = []table{
 	{"store_meta", "key"},
 	{"tenants", "id"},
 	{"users", "id"},
@@ -39,6 +44,9 @@ var tables = []table{
 	{"demand_signals", "id"},
 	{"plugin_events", "seq"},
 	{"idempotency_keys", "tenant_id, client_id, tool, tool_major, key"},
+}
+
+var tables0002 = []table{
 	{"mcp_limits", "tenant_id, client_id"},
 	{"rate_counters", "bucket, class, window_start"},
 	{"client_activity", "client_id"},

@@ -97,6 +97,9 @@ type Env struct {
 	Principal domain.Principal
 	Write     domain.WriteMeta
 	Mode      domain.Mode
+	// Progress reports rows done of a long call (a no-op when the caller
+	// asked for no progress). Never nil.
+	Progress func(done, total int, message string)
 }
 
 // Effects is what a handler reports besides its data.

@@ -119,6 +119,11 @@ type StoredResult struct {
 type Backend interface {
 	Mode() Mode
 
+	// Capability groups, each declared in its own file.
+	ReadBackend
+	IngestionBackend
+	ApprovalBackend
+
 	// ResolvePrincipal turns a client credential into a principal. An empty
 	// credential means the demo client in mock mode and Anonymous in live
 	// mode. A wrong, suspended or revoked credential is an error, never the

@@ -20,6 +20,9 @@ var (
 	ErrClientSuspended     = errors.New("client suspended")
 	ErrAuthRequired        = errors.New("authentication required")
 	ErrUnavailable         = errors.New("backend unavailable")
+	// ErrSaleAssignment: the actor's role is limited to assigned sales and
+	// this sale is not one of them (§4.3).
+	ErrSaleAssignment = errors.New("sale assignment required")
 )
 
 // InputError is an invalid-input error that names the offending field and a

@@ -1,5 +1,7 @@
 package domain
 
+import "slices"
+
 // ClientRef names the MCP client behind a call, safely (no credential).
 type ClientRef struct {
 	ID   string `json:"id"`
@@ -20,6 +22,15 @@ type Principal struct {
 	MembershipID      string    `json:"membership_id"`
 	Role              string    `json:"role"`
 	Public            bool      `json:"public"` // no credential: public tools only
+	// AssignedSaleIDs limits the actor to these sales when SaleScoped (a
+	// membership restricted to assigned sales, §4.3).
+	SaleScoped      bool     `json:"sale_scoped,omitempty"`
+	AssignedSaleIDs []string `json:"assigned_sale_ids,omitempty"`
+}
+
+// MaySeeSale reports whether a sale-scoped principal is assigned to sale.
+func (p Principal) MaySeeSale(saleID string) bool {
+	return !p.SaleScoped || slices.Contains(p.AssignedSaleIDs, saleID)
 }
 
 // Anonymous is the principal of a call without a credential outside mock mode.

@@ -73,6 +73,9 @@ type Call struct {
 	Meta       map[string]any
 	Credential string // from TROVESNAP_CLIENT_TOKEN (stdio) or a bearer token (HTTP)
 	Transport  string
+	// Progress reports progress of a long call when the caller sent an MCP
+	// progressToken; nil otherwise.
+	Progress func(done, total int, message string)
 }
 
 // VisibleTools returns the tools the credential's principal may see, in
@@ -258,7 +261,10 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	}
 
 	// 7: idempotency for persisted writes.
-	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode}
+	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode, Progress: c.Progress}
+	if cenv.Progress == nil {
+		cenv.Progress = func(int, int, string) {}
+	}
 	if t.Persists {
 		var key string
 		_ = json.Unmarshal(args["idempotency_key"], &key)
@@ -358,6 +364,8 @@ func (g *Gate) domainFailure(err error) *failure {
 		return fail(CodeDomainTransitionInvalid)
 	case errors.Is(err, domain.ErrPermissionDenied):
 		return fail(CodePermissionDenied)
+	case errors.Is(err, domain.ErrSaleAssignment):
+		return fail(CodeSaleAssignmentRequired)
 	case errors.Is(err, domain.ErrInvalidInput):
 		return fail(CodeInvalidInput)
 	case errors.Is(err, domain.ErrNotFound):

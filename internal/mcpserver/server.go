@@ -51,7 +51,9 @@ func New(o Options) *mcp.Server {
 		t := &catalog.All()[i]
 		s.AddTool(DescribeTool(t, mode), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// Normally unreachable: the middleware answers every tools/call.
-			return result(o.Gate.Invoke(ctx, gateCall(o, req.Params))), nil
+			c := gateCall(o, req.Params)
+			c.Progress = progressFunc(ctx, req.Session, req.Params)
+			return result(o.Gate.Invoke(ctx, c)), nil
 		})
 	}
 	s.AddReceivingMiddleware(middleware(o))
@@ -60,6 +62,18 @@ func New(o Options) *mcp.Server {
 
 func gateCall(o Options, p *mcp.CallToolParamsRaw) gate.Call {
 	return gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: o.Credential, Transport: o.Transport}
+}
+
+// progressFunc sends notifications/progress for a call whose caller sent a
+// progressToken (Codex does on every request); nil when it did not.
+func progressFunc(ctx context.Context, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) func(done, total int, message string) {
+	tok := p.GetProgressToken()
+	if tok == nil || ss == nil {
+		return nil
+	}
+	return func(done, total int, message string) {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(done), Total: float64(total), Message: message})
+	}
 }
 
 // middleware filters tools/list by the gate's visibility decision and routes
@@ -74,7 +88,11 @@ func middleware(o Options) mcp.Middleware {
 				if !ok || p == nil {
 					return next(ctx, method, req)
 				}
-				return result(o.Gate.Invoke(ctx, gateCall(o, p))), nil
+				c := gateCall(o, p)
+				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+					c.Progress = progressFunc(ctx, ss, p)
+				}
+				return result(o.Gate.Invoke(ctx, c)), nil
 			case "tools/list":
 				res, err := next(ctx, method, req)
 				if err != nil {

@@ -1,0 +1,6 @@
+package domain
+
+// ApprovalBackend holds proposals, grants, automation policies and the
+// controlled domain functions (§14–§18).
+type ApprovalBackend interface {
+}
