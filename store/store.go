@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 
@@ -129,7 +130,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := s.w.PingContext(ctx); err != nil {
+	if err := pingWithRetry(ctx, s.w); err != nil {
 		_ = s.w.Close()
 		return nil, s.openErr("connect writer", err)
 	}
@@ -147,7 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(readerConns)
 	s.r.SetMaxIdleConns(readerConns)
-	if err := s.r.PingContext(ctx); err != nil {
+	if err := pingWithRetry(ctx, s.r); err != nil {
 		_ = s.Close()
 		return nil, s.openErr("connect readers", err)
 	}
@@ -263,4 +264,23 @@ func (s *Store) withRead(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to commit
 	return fn(tx)
+}
+
+// pingWithRetry opens the first connection. Switching a fresh file to WAL
+// needs a moment of exclusive access, and SQLite answers SQLITE_BUSY at once
+// (without the busy handler) when another process is doing the same, so a
+// few short retries cover servers that start together on a new file.
+func pingWithRetry(ctx context.Context, db *sql.DB) error {
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+	}
+	return err
 }
