@@ -134,6 +134,7 @@ func (s *Store) ListSales(ctx context.Context, p domain.Principal, q domain.Sale
 	}
 	var w where
 	w.add("tenant_id = ?", p.TenantID)
+	w.assignedSales("id", p)
 	if q.Status != "" {
 		w.add("status = ?", q.Status)
 	}
@@ -195,9 +196,24 @@ const itemCols = `id, tenant_id, sale_id, title, description, category, room, st
 
 // ListItems lists the items of the principal's tenant in (created_at, id)
 // order, each with its photos (published or not: projection is the gate's
-// job). Photos are read with one query per page, in the same snapshot.
+// job). It is ListItemDetails with photos and nothing else.
 func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.ItemQuery) (domain.Page[domain.Item], error) {
-	var page domain.Page[domain.Item]
+	page, err := s.ListItemDetails(ctx, p, q, domain.ItemIncludes{Photos: true})
+	if err != nil {
+		return domain.Page[domain.Item]{}, err
+	}
+	out := domain.Page[domain.Item]{Rows: make([]domain.Item, len(page.Rows)), NextCursor: page.NextCursor}
+	for i, d := range page.Rows {
+		out.Rows[i] = d.Item
+	}
+	return out, nil
+}
+
+// ListItemDetails lists the items of the principal's tenant (its assigned
+// sales only, for a sale-scoped principal) in (created_at, id) order, with
+// the extras inc asks for, read in the same snapshot as the page.
+func (s *Store) ListItemDetails(ctx context.Context, p domain.Principal, q domain.ItemQuery, inc domain.ItemIncludes) (domain.Page[domain.ItemDetail], error) {
+	var page domain.Page[domain.ItemDetail]
 	if err := requireTenant(p); err != nil {
 		return page, err
 	}
@@ -210,6 +226,7 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 	}
 	var w where
 	w.add("tenant_id = ?", p.TenantID)
+	w.assignedSales("sale_id", p)
 	if q.SaleID != "" {
 		w.add("sale_id = ?", q.SaleID)
 	}
@@ -227,7 +244,7 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 	}
 	err = s.withRead(ctx, func(tx *sql.Tx) error {
 		if q.SaleID != "" {
-			if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", q.SaleID, p.TenantID); err != nil {
+			if err := s.checkSale(ctx, tx, p, q.SaleID); err != nil {
 				return err
 			}
 		}
@@ -242,7 +259,7 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 				_ = rows.Close()
 				return s.dbErr("list items: scan", err)
 			}
-			page.Rows = append(page.Rows, it)
+			page.Rows = append(page.Rows, domain.ItemDetail{Item: it})
 		}
 		if err := rows.Err(); err != nil {
 			_ = rows.Close()
@@ -254,28 +271,38 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 			last := page.Rows[limit-1]
 			page.NextCursor = domain.EncodeCursor(CursorItems, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
 		}
-		return s.attachPhotos(ctx, tx, p.TenantID, page.Rows)
+		return s.attachDetails(ctx, tx, p.TenantID, page.Rows, inc)
 	})
 	if err != nil {
-		return domain.Page[domain.Item]{}, err
+		return domain.Page[domain.ItemDetail]{}, err
 	}
 	if page.Rows == nil {
-		page.Rows = []domain.Item{}
+		page.Rows = []domain.ItemDetail{}
 	}
 	return page, nil
 }
 
+// attachPhotos sets the photos (published or not) of each item, in
+// position order, with one query for the whole slice.
 func (s *Store) attachPhotos(ctx context.Context, tx *sql.Tx, tenantID string, items []domain.Item) error {
+	ptrs := make([]*domain.Item, len(items))
+	for i := range items {
+		ptrs[i] = &items[i]
+	}
+	return s.attachPhotosTo(ctx, tx, tenantID, ptrs)
+}
+
+func (s *Store) attachPhotosTo(ctx context.Context, tx *sql.Tx, tenantID string, items []*domain.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
 	idx := make(map[string]int, len(items))
 	args := make([]any, 0, len(items)+1)
 	args = append(args, tenantID)
-	for i := range items {
-		items[i].Photos = []domain.Photo{}
-		idx[items[i].ID] = i
-		args = append(args, items[i].ID)
+	for i, it := range items {
+		it.Photos = []domain.Photo{}
+		idx[it.ID] = i
+		args = append(args, it.ID)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, item_id, storage_key, width, height, position, published FROM item_photos
 		WHERE tenant_id = ? AND item_id IN (?`+strings.Repeat(", ?", len(items)-1)+`) ORDER BY item_id, position, id`, args...)
@@ -288,8 +315,8 @@ func (s *Store) attachPhotos(ctx context.Context, tx *sql.Tx, tenantID string, i
 		if err := rows.Scan(&ph.ID, &ph.ItemID, &ph.StorageKey, &ph.Width, &ph.Height, &ph.Position, &ph.Published); err != nil {
 			return s.dbErr("list items: photos", err)
 		}
-		i := idx[ph.ItemID]
-		items[i].Photos = append(items[i].Photos, ph)
+		it := items[idx[ph.ItemID]]
+		it.Photos = append(it.Photos, ph)
 	}
 	if err := rows.Err(); err != nil {
 		return s.dbErr("list items: photos", err)
@@ -333,6 +360,7 @@ func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain
 	}
 	var w where
 	w.add("tenant_id = ?", p.TenantID)
+	w.assignedSales("sale_id", p)
 	if q.SaleID != "" {
 		w.add("sale_id = ?", q.SaleID)
 	}
@@ -344,7 +372,7 @@ func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain
 	}
 	err = s.withRead(ctx, func(tx *sql.Tx) error {
 		if q.SaleID != "" {
-			if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", q.SaleID, p.TenantID); err != nil {
+			if err := s.checkSale(ctx, tx, p, q.SaleID); err != nil {
 				return err
 			}
 		}
@@ -406,6 +434,9 @@ func (s *Store) DemandSignals(ctx context.Context, p domain.Principal, q domain.
 	}
 	var w where
 	w.add("tenant_id = ?", p.TenantID)
+	// Tenant-wide rows (no sale) aggregate sales a scoped principal may not
+	// see: the IN list leaves them out.
+	w.assignedSales("sale_id", p)
 	if q.SaleID != "" {
 		w.add("sale_id = ?", q.SaleID)
 	}
@@ -415,7 +446,7 @@ func (s *Store) DemandSignals(ctx context.Context, p domain.Principal, q domain.
 	out := []domain.DemandSignal{}
 	err := s.withRead(ctx, func(tx *sql.Tx) error {
 		if q.SaleID != "" {
-			if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", q.SaleID, p.TenantID); err != nil {
+			if err := s.checkSale(ctx, tx, p, q.SaleID); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,7 @@ func CredentialHash(credential string) string {
 // committed by any process is enforced on the very next call. A read error
 // fails closed with ErrUnavailable.
 func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain.Principal, error) {
-	if credential == "" && s.mode == domain.ModeLive {
+	if credential == domain.PublicCredential || (credential == "" && s.mode == domain.ModeLive) {
 		return domain.Anonymous(), nil
 	}
 	var (
@@ -102,5 +102,45 @@ func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain
 	p.ActorID = actorID
 	p.ActorType = "seller"
 	p.TenantID = tenantID
+	if err := s.loadSaleScope(ctx, s.r, &p); err != nil {
+		return domain.Principal{}, err
+	}
 	return p, nil
+}
+
+// loadSaleScope fills p.SaleScoped and p.AssignedSaleIDs (sorted) from p's
+// membership (§4.3). Read on every resolution, like the client status, so
+// an assignment change applies to the very next call.
+func (s *Store) loadSaleScope(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, p *domain.Principal) error {
+	p.SaleScoped, p.AssignedSaleIDs = false, nil
+	if p.MembershipID == "" {
+		return nil
+	}
+	var scoped bool
+	if err := q.QueryRowContext(ctx, "SELECT sale_scoped FROM memberships WHERE id = ?", p.MembershipID).Scan(&scoped); err != nil {
+		return s.dbErr("resolve principal: sale scope", err)
+	}
+	if !scoped {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT sale_id FROM membership_sales WHERE membership_id = ? ORDER BY sale_id", p.MembershipID)
+	if err != nil {
+		return s.dbErr("resolve principal: assigned sales", err)
+	}
+	defer func() { _ = rows.Close() }()
+	p.SaleScoped, p.AssignedSaleIDs = true, []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return s.dbErr("resolve principal: assigned sales", err)
+		}
+		p.AssignedSaleIDs = append(p.AssignedSaleIDs, id)
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr("resolve principal: assigned sales", err)
+	}
+	return nil
 }

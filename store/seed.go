@@ -24,7 +24,7 @@ type table struct {
 // inserts in this order and Reset deletes in the reverse one. Counts and
 // Digest report exactly these (a test checks the list against sqlite_schema,
 // so a table added by a migration cannot be forgotten here).
-var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals)
+var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox)
 
 // tables0001 and tables0002 are the tables of the first two migrations;
 // later migrations list theirs beside their code (tables_*.go).
@@ -206,6 +206,11 @@ func insertDataset(ctx context.Context, tx *sql.Tx, ds domain.Dataset) error {
 		}
 		return nil
 	}
+	// Sales and items feed the search index through triggers: start it
+	// afresh first (reads_seed.go).
+	if err := rebuildSearchIndex(ctx, tx); err != nil {
+		return err
+	}
 	for _, t := range ds.Tenants {
 		if err := ins("tenant", t.ID, "INSERT INTO tenants (id, name) VALUES (?, ?)", t.ID, t.Name); err != nil {
 			return err
@@ -312,7 +317,7 @@ func insertDataset(ctx context.Context, tx *sql.Tx, ds domain.Dataset) error {
 			return err
 		}
 	}
-	return nil
+	return insertReadDataset(ctx, tx, ds)
 }
 
 // insertCandidate is shared by seeding and the candidate chain.

@@ -1,35 +1,40 @@
 package catalog
 
 import (
+	"slices"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// ItemView is the projected item a tool returns. Every field is optional: a
-// role sees only the fields its projection declares (itemFields), never the
-// base-table row.
+// ItemView is the projected item a tool returns. Every field but id is
+// optional: a role sees only the fields its projection declares
+// (itemFields), never the base-table row. A declared field is present when
+// the item has a value for it; lists (photos, checkout actions, pricing
+// history) are present, possibly empty, exactly when declared.
 type ItemView struct {
-	ID                         string      `json:"id"`
-	SaleID                     *string     `json:"sale_id,omitempty"`
-	Title                      *string     `json:"title,omitempty"`
-	Description                *string     `json:"description,omitempty"`
-	Category                   *string     `json:"category,omitempty"`
-	Room                       *string     `json:"room,omitempty"`
-	Status                     *string     `json:"status,omitempty"`
-	Version                    *int        `json:"version,omitempty"`
-	PriceCents                 *int64      `json:"price_cents,omitempty"`
-	Photos                     []PhotoView `json:"photos,omitempty"`
-	PublicationReadiness       *Readiness  `json:"publication_readiness,omitempty"`
-	InternalPriceGuidanceCents *int64      `json:"internal_price_guidance_cents,omitempty"`
-	CostBasisCents             *int64      `json:"cost_basis_cents,omitempty"`
-	AppraisalFlag              *bool       `json:"appraisal_flag,omitempty"`
-	StaffNotes                 *string     `json:"staff_notes,omitempty"`
-	QRCode                     *string     `json:"qr_code,omitempty"`
-	UpdatedAt                  *time.Time  `json:"updated_at,omitempty"`
+	ID                         string            `json:"id"`
+	SaleID                     *string           `json:"sale_id,omitempty"`
+	Title                      *string           `json:"title,omitempty"`
+	Description                *string           `json:"description,omitempty"`
+	Category                   *string           `json:"category,omitempty"`
+	Room                       *string           `json:"room,omitempty"`
+	Status                     *string           `json:"status,omitempty"`
+	Version                    *int              `json:"version,omitempty"`
+	PriceCents                 *int64            `json:"price_cents,omitempty"`
+	Photos                     []PhotoView       `json:"photos,omitzero"`
+	PublicationReadiness       *Readiness        `json:"publication_readiness,omitempty"`
+	InternalPriceGuidanceCents *int64            `json:"internal_price_guidance_cents,omitempty"`
+	CostBasisCents             *int64            `json:"cost_basis_cents,omitempty"`
+	AppraisalFlag              *bool             `json:"appraisal_flag,omitempty"`
+	StaffNotes                 *string           `json:"staff_notes,omitempty"`
+	PricingHistory             []PriceChangeView `json:"pricing_history,omitzero"`
+	QRCode                     *string           `json:"qr_code,omitempty"`
+	CheckoutActions            []string          `json:"checkout_actions,omitzero" jsonschema:"to_status values checkout may propose now with trove_propose_status_transition"`
+	UpdatedAt                  *time.Time        `json:"updated_at,omitempty"`
 }
 
-// PhotoView is a projected photo.
+// PhotoView is a projected photo (staff view: published or not).
 type PhotoView struct {
 	ID         string `json:"id"`
 	StorageKey string `json:"storage_key"`
@@ -39,50 +44,110 @@ type PhotoView struct {
 	Published  bool   `json:"published"`
 }
 
+// PriceChangeView is one entry of an item's internal pricing history.
+type PriceChangeView struct {
+	PriceCents                 *int64    `json:"price_cents"`
+	InternalPriceGuidanceCents *int64    `json:"internal_price_guidance_cents"`
+	Reason                     string    `json:"reason"`
+	ActorID                    string    `json:"actor_id"`
+	ChangedAt                  time.Time `json:"changed_at"`
+}
+
 // Readiness says whether an item could be proposed for publication.
 type Readiness struct {
 	Ready   bool     `json:"ready"`
 	Missing []string `json:"missing"`
 }
 
-// Item projection fields.
+// Item projection fields: the JSON names of ItemView.
 const (
-	fSale      = "sale_id"
-	fTitle     = "title"
-	fDesc      = "description"
-	fCategory  = "category"
-	fRoom      = "room"
-	fStatus    = "status"
-	fVersion   = "version"
-	fPrice     = "price_cents"
-	fPhotos    = "photos"
-	fReadiness = "publication_readiness"
-	fGuidance  = "internal_price_guidance_cents"
-	fCostBasis = "cost_basis_cents"
-	fAppraisal = "appraisal_flag"
-	fNotes     = "staff_notes"
-	fQR        = "qr_code"
-	fUpdated   = "updated_at"
+	fSale            = "sale_id"
+	fTitle           = "title"
+	fDesc            = "description"
+	fCategory        = "category"
+	fRoom            = "room"
+	fStatus          = "status"
+	fVersion         = "version"
+	fPrice           = "price_cents"
+	fPhotos          = "photos"
+	fReadiness       = "publication_readiness"
+	fGuidance        = "internal_price_guidance_cents"
+	fCostBasis       = "cost_basis_cents"
+	fAppraisal       = "appraisal_flag"
+	fNotes           = "staff_notes"
+	fPricingHistory  = "pricing_history"
+	fQR              = "qr_code"
+	fCheckoutActions = "checkout_actions"
+	fUpdated         = "updated_at"
 )
 
-// itemFields is THE projection table: role → fields it may see (besides id).
-// A field that is not listed for a role is never returned to it.
+// The field groups of §12.2. Cataloging is what a cataloger works with;
+// pricing is internal (tag price, guidance, cost, appraisal, notes,
+// history); checkout is what a tag scan needs: the public title, the QR
+// identity, the item's selling status and the status changes checkout may
+// propose, with the version a proposal binds.
+var (
+	catalogingFields = []string{fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated}
+	pricingFields    = []string{fPrice, fGuidance, fCostBasis, fAppraisal, fNotes, fPricingHistory}
+	checkoutFields   = []string{fTitle, fStatus, fVersion, fQR, fCheckoutActions}
+)
+
+// itemFields is THE projection table: role → fields it may see (besides
+// id). A field that is not listed for a role is never returned to it, and
+// every tool that returns items (lists, gets, the disposition queue) applies
+// it through projectItem.
 var itemFields = map[string][]string{
-	domain.RoleCataloger: {fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated},
-	domain.RolePricer: {fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated,
-		fPrice, fGuidance, fCostBasis, fAppraisal, fNotes},
-	domain.RoleCheckout: {fSale, fTitle, fStatus, fVersion, fPrice, fQR},
-	domain.RoleOwner: {fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated,
-		fPrice, fGuidance, fCostBasis, fAppraisal, fNotes, fQR},
-	domain.RoleManager: {fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated,
-		fPrice, fGuidance, fCostBasis, fAppraisal, fNotes, fQR},
+	domain.RoleCataloger: catalogingFields,
+	domain.RolePricer:    union(catalogingFields, pricingFields),
+	domain.RoleCheckout:  checkoutFields,
+	domain.RoleOwner:     union(catalogingFields, pricingFields, checkoutFields),
+	domain.RoleManager:   union(catalogingFields, pricingFields, checkoutFields),
+}
+
+// checkoutActions is what checkout may propose (to_status of
+// trove_propose_status_transition) from each status: hold an available
+// piece, record it paid awaiting pickup, or sold. The status transition
+// itself is re-validated by the domain when it executes.
+var checkoutActions = map[string][]string{
+	domain.ItemPublished:     {domain.ItemOnHold, domain.ItemPendingPickup, domain.ItemSold},
+	domain.ItemOnHold:        {domain.ItemPendingPickup, domain.ItemSold},
+	domain.ItemPendingPickup: {domain.ItemSold},
+}
+
+// union concatenates field groups, keeping the first of any repeat.
+func union(groups ...[]string) []string {
+	var out []string
+	for _, g := range groups {
+		for _, f := range g {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // ItemFieldsFor returns the projection of a role (nil for an unknown role).
-func ItemFieldsFor(role string) []string { return itemFields[role] }
+func ItemFieldsFor(role string) []string { return slices.Clone(itemFields[role]) }
+
+// CheckoutActionsFor returns the to_status values checkout may propose
+// from status (empty when none).
+func CheckoutActionsFor(status string) []string {
+	return append([]string{}, checkoutActions[status]...)
+}
+
+// itemIncludes tells the Backend which extras a role's projection needs, so
+// a role's read never even loads what it may not see.
+func itemIncludes(role string) domain.ItemIncludes {
+	f := itemFields[role]
+	return domain.ItemIncludes{
+		Photos:       slices.Contains(f, fPhotos) || slices.Contains(f, fReadiness),
+		PriceHistory: slices.Contains(f, fPricingHistory),
+	}
+}
 
 // projectItem applies the role's projection to it.
-func projectItem(role string, it domain.Item) ItemView {
+func projectItem(role string, it domain.ItemDetail) ItemView {
 	v := ItemView{ID: it.ID}
 	for _, f := range itemFields[role] {
 		switch f {
@@ -108,7 +173,7 @@ func projectItem(role string, it domain.Item) ItemView {
 				v.Photos = append(v.Photos, PhotoView{ID: p.ID, StorageKey: p.StorageKey, Width: p.Width, Height: p.Height, Position: p.Position, Published: p.Published})
 			}
 		case fReadiness:
-			v.PublicationReadiness = ptr(readiness(it))
+			v.PublicationReadiness = ptr(readiness(it.Item))
 		case fGuidance:
 			v.InternalPriceGuidanceCents = it.InternalPriceGuidanceCents
 		case fCostBasis:
@@ -117,8 +182,18 @@ func projectItem(role string, it domain.Item) ItemView {
 			v.AppraisalFlag = ptr(it.AppraisalFlag)
 		case fNotes:
 			v.StaffNotes = ptr(it.StaffNotes)
+		case fPricingHistory:
+			v.PricingHistory = make([]PriceChangeView, 0, len(it.PriceHistory))
+			for _, pc := range it.PriceHistory {
+				v.PricingHistory = append(v.PricingHistory, PriceChangeView{PriceCents: pc.PriceCents,
+					InternalPriceGuidanceCents: pc.InternalPriceGuidanceCents, Reason: pc.Reason, ActorID: pc.ActorID, ChangedAt: pc.ChangedAt})
+			}
 		case fQR:
-			v.QRCode = ptr(it.QRCode)
+			if it.QRCode != "" { // an untagged item has no QR identity, not an empty one
+				v.QRCode = ptr(it.QRCode)
+			}
+		case fCheckoutActions:
+			v.CheckoutActions = CheckoutActionsFor(it.Status)
 		case fUpdated:
 			v.UpdatedAt = ptr(it.UpdatedAt)
 		}

@@ -1,10 +1,22 @@
 package catalog
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
 
 // Public tools (spec §11) answer anyone, through public-safe views only:
 // published sales and items, published photos, the sale's address-reveal
-// policy, never a seller-internal field. They need no permission.
+// policy at the time of the call, never a seller-internal field. They need
+// no permission and call Backend reads that take no principal, so an owner
+// sees exactly what an anonymous buyer sees. The gate rate-limits them in
+// the public bucket.
+
+// PublicPhotoURLBase prefixes the public URL of a published photo. The URL
+// names the photo only: its storage path (tenant, sale, item) stays private.
+const PublicPhotoURLBase = "https://media.trovesnap.example/photos/"
 
 // PublicSaleView is a published sale as a buyer sees it. StreetAddress is
 // present only once the sale's reveal policy allows it.
@@ -38,9 +50,28 @@ type PublicItemView struct {
 	Title       string            `json:"title"`
 	Description string            `json:"description"`
 	Category    string            `json:"category"`
-	Status      string            `json:"status"`
+	Status      string            `json:"status" jsonschema:"available, on_hold or sold"`
 	PriceCents  *int64            `json:"price_cents"`
 	Photos      []PublicPhotoView `json:"photos"`
+}
+
+func publicSaleView(s domain.PublicSale) PublicSaleView {
+	return PublicSaleView{ID: s.ID, Title: s.Title, Status: s.Status, City: s.City, Region: s.Region,
+		StreetAddress: s.StreetAddress, AddressRevealed: s.StreetAddress != nil, AddressRevealAt: s.AddressRevealAt,
+		StartsAt: s.StartsAt, EndsAt: s.EndsAt, PublishedItems: s.PublishedItems}
+}
+
+func publicPhotoView(p domain.PublicPhoto) PublicPhotoView {
+	return PublicPhotoView{ID: p.ID, URL: PublicPhotoURLBase + p.ID + ".jpg", Width: p.Width, Height: p.Height, Position: p.Position}
+}
+
+func publicItemView(it domain.PublicItem) PublicItemView {
+	v := PublicItemView{ID: it.ID, SaleID: it.SaleID, Title: it.Title, Description: it.Description, Category: it.Category,
+		Status: it.Status, PriceCents: it.PriceCents, Photos: make([]PublicPhotoView, 0, len(it.Photos))}
+	for _, p := range it.Photos {
+		v.Photos = append(v.Photos, publicPhotoView(p))
+	}
+	return v
 }
 
 // SearchMarketplaceInput is the input of trove_search_marketplace.
@@ -56,10 +87,12 @@ type SearchMarketplaceInput struct {
 	Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page" ts:"max=512"`
 }
 
-// PublicSearchHit is one search result: a published sale or a published item.
+// PublicSearchHit is one search result: a published sale or an item for
+// sale in one. It carries no street address: get the sale for it.
 type PublicSearchHit struct {
 	Kind       string           `json:"kind" jsonschema:"sale or item"`
 	SaleID     string           `json:"sale_id"`
+	SaleTitle  string           `json:"sale_title"`
 	ItemID     *string          `json:"item_id"`
 	Title      string           `json:"title"`
 	City       string           `json:"city"`
@@ -77,14 +110,57 @@ type SearchMarketplaceOutput struct {
 }
 
 func searchMarketplace() Tool {
-	return define[SearchMarketplaceInput, SearchMarketplaceOutput](Definition{
+	return define(Definition{
 		Name: "trove_search_marketplace", Version: "1.0.0", Title: "Search the public marketplace",
-		Description: "Search published estate sales and their published items by text, category, city, region and dates. Public: needs no sign-in and returns only what any buyer may see (published photos, public prices, the sale's current address policy); never seller-internal pricing, notes or unpublished records. Paginated: pass next_cursor back as cursor.",
+		Description: "Search published estate sales and the items for sale in them by words (every word must match a title, description or category), category, city, region and dates. Public: needs no sign-in and returns only what any buyer may see (published photos, public prices); never seller-internal pricing, notes or unpublished records. Open a hit with trove_get_public_sale or trove_get_public_item. Paginated: pass next_cursor back as cursor.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
-		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "search_public_marketplace"},
 		Impact: readImpact,
-	}, nil)
+	}, func(ctx context.Context, env Env, in SearchMarketplaceInput) (SearchMarketplaceOutput, Effects, error) {
+		after, err := domain.DecodeCursor(domain.CursorMarketplace, domain.PublicTenant, in.Cursor)
+		if err != nil {
+			return SearchMarketplaceOutput{}, Effects{}, err
+		}
+		q := domain.MarketplaceQuery{Text: in.Query, Category: in.Category, City: in.City, Region: in.Region, Limit: in.Limit, After: after}
+		if q.From, err = day(in.DateFrom, "date_from", 0); err != nil {
+			return SearchMarketplaceOutput{}, Effects{}, err
+		}
+		if q.To, err = day(in.DateTo, "date_to", 24*time.Hour); err != nil { // sales starting on that day or before
+			return SearchMarketplaceOutput{}, Effects{}, err
+		}
+		page, err := env.Backend.SearchMarketplace(ctx, q)
+		if err != nil {
+			return SearchMarketplaceOutput{}, Effects{}, err
+		}
+		out := SearchMarketplaceOutput{Hits: make([]PublicSearchHit, 0, len(page.Rows)), NextCursor: page.NextCursor}
+		for _, h := range page.Rows {
+			v := PublicSearchHit{Kind: h.Kind, SaleID: h.SaleID, SaleTitle: h.SaleTitle, Title: h.Title, City: h.City, Region: h.Region,
+				StartsAt: h.StartsAt, EndsAt: h.EndsAt, PriceCents: h.PriceCents}
+			if h.ItemID != "" {
+				v.ItemID = ptr(h.ItemID)
+			}
+			if h.Photo != nil {
+				v.Photo = ptr(publicPhotoView(*h.Photo))
+			}
+			out.Hits = append(out.Hits, v)
+		}
+		return out, Effects{}, nil
+	})
+}
+
+// day parses a YYYY-MM-DD input as the UTC instant of that day's start,
+// plus shift; "" is no bound.
+func day(s, field string, shift time.Duration) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return nil, domain.Invalid(field, "not a calendar date (YYYY-MM-DD)")
+	}
+	t = t.Add(shift)
+	return &t, nil
 }
 
 // GetPublicSaleInput is the input of trove_get_public_sale.
@@ -99,14 +175,20 @@ type GetPublicSaleOutput struct {
 }
 
 func getPublicSale() Tool {
-	return define[GetPublicSaleInput, GetPublicSaleOutput](Definition{
+	return define(Definition{
 		Name: "trove_get_public_sale", Version: "1.0.0", Title: "Get a public sale",
 		Description: "Get one published estate sale as a buyer sees it: title, dates, city and region, and the street address only once the sale's reveal policy allows. Public: needs no sign-in. An unpublished or unknown sale answers invalid_reference alike; never returns seller-internal fields.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
-		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "get_public_sale"},
 		Impact: readImpact,
-	}, nil)
+	}, func(ctx context.Context, env Env, in GetPublicSaleInput) (GetPublicSaleOutput, Effects, error) {
+		sl, err := env.Backend.PublicSale(ctx, in.SaleID)
+		if err != nil {
+			return GetPublicSaleOutput{}, Effects{}, err
+		}
+		return GetPublicSaleOutput{Sale: publicSaleView(sl)}, Effects{}, nil
+	})
 }
 
 // GetPublicItemInput is the input of trove_get_public_item.
@@ -122,14 +204,20 @@ type GetPublicItemOutput struct {
 }
 
 func getPublicItem() Tool {
-	return define[GetPublicItemInput, GetPublicItemOutput](Definition{
+	return define(Definition{
 		Name: "trove_get_public_item", Version: "1.0.0", Title: "Get a public item",
-		Description: "Get one published item and its sale as a buyer sees them: public title, description, category, public price and published photos only. Public: needs no sign-in. Never returns internal price guidance, cost basis, appraisal flags, staff notes or unpublished photos; an unpublished or unknown item answers invalid_reference alike.",
+		Description: "Get one published item and its sale as a buyer sees them: public title, description, category, public price and published photos only; the sale's street address follows its reveal policy. Public: needs no sign-in. Never returns internal price guidance, cost basis, appraisal flags, staff notes or unpublished photos; an unpublished, withdrawn or unknown item answers invalid_reference alike.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
-		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "get_public_item"},
 		Impact: readImpact,
-	}, nil)
+	}, func(ctx context.Context, env Env, in GetPublicItemInput) (GetPublicItemOutput, Effects, error) {
+		it, err := env.Backend.PublicItem(ctx, in.ItemID)
+		if err != nil {
+			return GetPublicItemOutput{}, Effects{}, err
+		}
+		return GetPublicItemOutput{Item: publicItemView(it), Sale: publicSaleView(it.Sale)}, Effects{}, nil
+	})
 }
 
 // ResolvePublicQRInput is the input of trove_resolve_public_qr.
@@ -138,18 +226,27 @@ type ResolvePublicQRInput struct {
 	QRCode string `json:"qr_code" jsonschema:"the code printed on the tag, e.g. QR-221-0001" ts:"max=64,pattern=^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"`
 }
 
-// ResolvePublicQROutput is the data of trove_resolve_public_qr.
+// ResolvePublicQROutput is the data of trove_resolve_public_qr. The sale
+// comes with the item so a scanned tag inherits the sale's current address
+// policy rather than exposing anything of its own.
 type ResolvePublicQROutput struct {
 	Item PublicItemView `json:"item"`
+	Sale PublicSaleView `json:"sale"`
 }
 
 func resolvePublicQR() Tool {
-	return define[ResolvePublicQRInput, ResolvePublicQROutput](Definition{
+	return define(Definition{
 		Name: "trove_resolve_public_qr", Version: "1.0.0", Title: "Resolve a public QR tag",
-		Description: "Resolve the QR code printed on an item's tag to that item's public view, as a buyer scanning it would see. Public: needs no sign-in and is rate limited against enumeration. A tag that is unbound, released or on an unpublished item answers invalid_reference alike; never returns seller-internal fields.",
+		Description: "Resolve the QR code printed on an item's tag to that item's public view and its sale, as a buyer scanning it would see. Public: needs no sign-in and is rate limited against enumeration. A tag that is unknown, unbound, released or on an unpublished item answers invalid_reference alike; never returns seller-internal fields.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
-		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "resolve_public_qr"},
 		Impact: readImpact,
-	}, nil)
+	}, func(ctx context.Context, env Env, in ResolvePublicQRInput) (ResolvePublicQROutput, Effects, error) {
+		it, err := env.Backend.ResolvePublicQR(ctx, in.QRCode)
+		if err != nil {
+			return ResolvePublicQROutput{}, Effects{}, err
+		}
+		return ResolvePublicQROutput{Item: publicItemView(it), Sale: publicSaleView(it.Sale)}, Effects{}, nil
+	})
 }

@@ -18,7 +18,8 @@ type Decision struct {
 }
 
 // Decide is the one discovery and call-time visibility rule (spec §26): server
-// mode, client status, tool status and risk, tool groups, actor permissions.
+// mode, client status, tool status and risk, tool groups, actor permissions
+// (every one of Permissions, and one of AnyPermissions when it is set).
 func Decide(t *Tool, mode domain.Mode, p domain.Principal) Decision {
 	switch {
 	case t.Risk == RiskProhibited:
@@ -46,7 +47,15 @@ func Decide(t *Tool, mode domain.Mode, p domain.Principal) Decision {
 			return Decision{Reason: fmt.Sprintf("role %s lacks permission %s", p.Role, perm), Missing: perm}
 		}
 	}
-	return Decision{Visible: true, Reason: fmt.Sprintf("group %s allowed; role %s has %v", t.Tier, p.Role, t.Permissions)}
+	held := slices.Clone(t.Permissions)
+	if len(t.AnyPermissions) > 0 {
+		i := slices.IndexFunc(t.AnyPermissions, p.Has)
+		if i < 0 {
+			return Decision{Reason: fmt.Sprintf("role %s has none of %v", p.Role, t.AnyPermissions), Missing: t.AnyPermissions[0]}
+		}
+		held = append(held, t.AnyPermissions[i])
+	}
+	return Decision{Visible: true, Reason: fmt.Sprintf("group %s allowed; role %s has %v", t.Tier, p.Role, held)}
 }
 
 // Hints are the MCP annotations, derived from tier and risk — never written

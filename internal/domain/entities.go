@@ -247,4 +247,9 @@ type Dataset struct {
 	SourceRecords     []SourceRecord     `json:"source_records"`
 	Candidates        []Candidate        `json:"candidates"`
 	DemandSignals     []DemandSignal     `json:"demand_signals"`
+	// The read tools' records (issue: read tools).
+	SaleScopes   []SaleScope   `json:"sale_scopes"`
+	PriceChanges []PriceChange `json:"price_changes"`
+	StatusEvents []StatusEvent `json:"status_events"`
+	LabelBatches []LabelBatch  `json:"label_batches"`
 }
