@@ -1,0 +1,561 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// The ingestion writes (issue: candidate and draft tools). Each is ONE
+// idempotentWrite: the key row, every record it creates and the call's
+// plugin_event commit together or not at all. None writes items,
+// item_photos or any status table: candidates are reviewable data until a
+// seller's approved action promotes or applies them.
+
+// Import run kinds of the single-record MCP chains.
+const (
+	importKindStatusReport = "mcp_status_report"
+	importKindMedia        = "mcp_media"
+)
+
+// importProgressEvery is how often (rows) a long import reports progress.
+const importProgressEvery = 500
+
+// RunImport implements domain.IngestionBackend.
+func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewImport) (domain.ImportCreated, domain.WriteOutcome, error) {
+	var zero domain.ImportCreated
+	field := "rows"
+	switch in.Kind {
+	case domain.ImportManual:
+	case domain.ImportCSV:
+		field = "csv_text"
+	default:
+		return zero, domain.WriteOutcome{}, fmt.Errorf("store: import kind %q: %w", in.Kind, domain.ErrInvalidInput)
+	}
+	if !domain.ValidID(domain.PrefixSale, in.SaleID) {
+		return zero, domain.WriteOutcome{}, domain.Invalid("sale_id", "required: the sale every row belongs to")
+	}
+	if len(in.Rows) == 0 {
+		return zero, domain.WriteOutcome{}, domain.Invalid(field, "no rows to import")
+	}
+	if len(in.Rows) > domain.MaxImportRows {
+		return zero, domain.WriteOutcome{}, domain.Invalid(field, fmt.Sprintf("more than %d rows in one import", domain.MaxImportRows))
+	}
+	rows := make([]domain.ImportRow, len(in.Rows))
+	for i, r := range in.Rows {
+		rows[i] = ingCheckRow(r)
+	}
+	if !in.SkipInvalidRows {
+		if err := ingRowsError(field, rows); err != nil {
+			return zero, domain.WriteOutcome{}, err
+		}
+	}
+	label := domain.Truncate(domain.CleanLine(in.SourceLabel), 200)
+	mapping, err := json.Marshal(ingNonNil(in.Mapping))
+	if err != nil {
+		return zero, domain.WriteOutcome{}, fmt.Errorf("store: import mapping: %w", domain.ErrInvalidInput)
+	}
+
+	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ImportCreated, domain.Related, error) {
+		var res domain.ImportCreated
+		if err := s.ingCheckSale(ctx, tx, p, in.SaleID); err != nil {
+			return res, domain.Related{}, err
+		}
+		// Status rows must name an item of this tenant and this sale; an
+		// item of another tenant reads exactly like a missing one.
+		var ids []string
+		for _, r := range rows {
+			if r.Kind == domain.CandidateStatusUpdate && r.ItemID != "" {
+				ids = append(ids, r.ItemID)
+			}
+		}
+		items, err := s.ingItemRefs(ctx, tx, p.TenantID, ids)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		valid := 0
+		for i := range rows {
+			r := &rows[i]
+			if r.Kind == domain.CandidateStatusUpdate && r.ItemID != "" {
+				it, ok := items[r.ItemID]
+				switch {
+				case !ok:
+					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "unknown_item", "the item does not exist or is not visible to you"))
+				case it.SaleID != in.SaleID:
+					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "item_in_other_sale", "the item belongs to another sale than this import's"))
+				case !p.MaySeeSale(it.SaleID):
+					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "unknown_item", "the item does not exist or is not visible to you"))
+				}
+			}
+			if r.Valid() {
+				valid++
+			}
+		}
+		if !in.SkipInvalidRows {
+			if err := ingRowsError(field, rows); err != nil {
+				return res, domain.Related{}, err
+			}
+		}
+		if valid == 0 {
+			return res, domain.Related{}, domain.Invalid(field, "no row is valid, so nothing was imported: "+ingIssueSummary(rows))
+		}
+
+		descID, err := s.ingDescriptor(ctx, tx, p, in.Kind, label, now)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		runID := s.ids.New(domain.PrefixRun)
+		status := domain.ImportRunCompleted
+		if valid < len(rows) {
+			status = domain.ImportRunWithRejects
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO import_runs (id, tenant_id, source_descriptor_id, sale_id, kind, status,
+			record_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, p.TenantID, descID, in.SaleID, in.Kind, status, len(rows), ts(now)); err != nil {
+			return res, domain.Related{}, s.dbErr("import: run", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO import_run_details (import_run_id, tenant_id, source_label, content_sha256,
+			content_bytes, mapping, rows_total, rows_rejected, created_by_client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, p.TenantID, label, nullStr(in.ContentHash), in.ContentBytes, string(mapping), len(rows), len(rows)-valid,
+			p.Client.ID); err != nil {
+			return res, domain.Related{}, s.dbErr("import: run details", err)
+		}
+
+		ins, err := s.ingPrepare(ctx, tx)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		defer ins.close()
+		res = domain.ImportCreated{ImportRunID: runID, SourceDescriptorID: descID, SaleID: in.SaleID, Status: status,
+			SourceRecordCount: len(rows), CandidateIDs: []string{}, StatusUpdateCandidateIDs: []string{}, RejectedRows: []domain.RowIssue{}}
+		rel := domain.Related{SourceImportRunIDs: []string{runID}}
+		var buf bytes.Buffer
+		for i, r := range rows {
+			recordID := s.ids.New(domain.PrefixRecord)
+			payload, err := ingPayload(&buf, r)
+			if err != nil {
+				return res, domain.Related{}, s.dbErr("import: encode row", err)
+			}
+			if _, err := ins.record.ExecContext(ctx, recordID, p.TenantID, runID, r.Row, domain.OriginalHash(payload), string(payload), ts(now)); err != nil {
+				return res, domain.Related{}, s.dbErr("import: source record", err)
+			}
+			if len(rel.SourceImportRecordIDs) < domain.MaxRelatedIDs {
+				rel.SourceImportRecordIDs = append(rel.SourceImportRecordIDs, recordID)
+			}
+			if !r.Valid() {
+				res.RejectedRowCount++
+				for _, is := range r.Issues {
+					if is.Severity == domain.SeverityError && len(res.RejectedRows) < domain.MaxListedIssues {
+						res.RejectedRows = append(res.RejectedRows, is)
+					}
+				}
+				continue
+			}
+			c := ingCandidate(r, p, in.SaleID, descID, runID, recordID, now)
+			c.ID = s.ids.New(domain.PrefixCandidate)
+			if _, err := ins.candidate.ExecContext(ctx, c.ID, c.TenantID, c.SaleID, c.Kind, c.Title, c.Description, c.Category,
+				c.Room, c.Condition, c.Quantity, nullInt(c.SuppliedPriceCents), c.Notes, c.ReviewStatus, c.SourceDescriptorID,
+				c.ImportRunID, c.SourceRecordID, c.CreatedByClientID, c.Version, ts(now)); err != nil {
+				return res, domain.Related{}, s.dbErr("import: candidate", err)
+			}
+			if r.Kind == domain.CandidateStatusUpdate {
+				it := items[r.ItemID]
+				if _, err := ins.change.ExecContext(ctx, c.ID, p.TenantID, domain.CandidateStatusUpdate, it.ID, it.Version, it.Status,
+					r.ReportedStatus, tsPtr(r.EffectiveAt), domain.ReportSpreadsheet); err != nil {
+					return res, domain.Related{}, s.dbErr("import: status report", err)
+				}
+				res.StatusUpdateCandidateCount++
+				if len(res.StatusUpdateCandidateIDs)+len(res.CandidateIDs) < domain.MaxListedIDs {
+					res.StatusUpdateCandidateIDs = append(res.StatusUpdateCandidateIDs, c.ID)
+				} else {
+					res.IDsTruncated = true
+				}
+			} else {
+				res.CandidateCount++
+				if len(res.StatusUpdateCandidateIDs)+len(res.CandidateIDs) < domain.MaxListedIDs {
+					res.CandidateIDs = append(res.CandidateIDs, c.ID)
+				} else {
+					res.IDsTruncated = true
+				}
+			}
+			if len(rel.CandidateIDs) < domain.MaxRelatedIDs {
+				rel.CandidateIDs = append(rel.CandidateIDs, c.ID)
+			}
+			if in.Progress != nil && (i+1)%importProgressEvery == 0 {
+				in.Progress(i+1, len(rows))
+			}
+		}
+		if in.Progress != nil {
+			in.Progress(len(rows), len(rows))
+		}
+		return res, rel, nil
+	})
+}
+
+// ingStatements are the per-row inserts of an import, prepared once: a
+// 10,000-row import runs them 20,000 times in one transaction.
+type ingStatements struct {
+	record, candidate, change *sql.Stmt
+}
+
+func (s *Store) ingPrepare(ctx context.Context, tx *sql.Tx) (*ingStatements, error) {
+	var st ingStatements
+	var err error
+	if st.record, err = tx.PrepareContext(ctx, `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash,
+		payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return nil, s.dbErr("import: prepare", err)
+	}
+	if st.candidate, err = tx.PrepareContext(ctx, `INSERT INTO inventory_candidates (id, tenant_id, sale_id, kind, title,
+		description, category, room, condition, quantity, supplied_price_cents, notes, review_status, source_descriptor_id,
+		import_run_id, source_record_id, created_by_client_id, version, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		st.close()
+		return nil, s.dbErr("import: prepare", err)
+	}
+	if st.change, err = tx.PrepareContext(ctx, `INSERT INTO candidate_item_changes (candidate_id, tenant_id, kind, item_id,
+		observed_version, observed_status, reported_status, effective_at, report_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		st.close()
+		return nil, s.dbErr("import: prepare", err)
+	}
+	return &st, nil
+}
+
+func (st *ingStatements) close() {
+	for _, s := range []*sql.Stmt{st.record, st.candidate, st.change} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
+// ingCandidate builds the candidate of a valid import row.
+func ingCandidate(r domain.ImportRow, p domain.Principal, saleID, descID, runID, recordID string, now time.Time) domain.Candidate {
+	c := domain.Candidate{TenantID: p.TenantID, SaleID: saleID, Kind: r.Kind, Title: r.Title, Description: r.Description,
+		Category: r.Category, Room: r.Room, Condition: r.Condition, Quantity: max(r.Quantity, 1),
+		SuppliedPriceCents: r.SuppliedPriceCents, Notes: r.Notes, ReviewStatus: domain.ReviewNeedsReview,
+		SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID, CreatedByClientID: p.Client.ID,
+		Version: 1, CreatedAt: now}
+	if r.Kind == domain.CandidateStatusUpdate {
+		if c.Title == "" {
+			c.Title = fmt.Sprintf("Reported %s: %s", r.ReportedStatus, r.ItemID)
+		}
+		c.SuppliedPriceCents = nil // a status report never records a sale price
+	}
+	return c
+}
+
+// ingCheckRow re-applies, inside the Backend, the rules every import row
+// obeys whatever door it came through: text normalised and bounded, a kind
+// and the fields that kind needs. It only adds issues; it never guesses.
+func ingCheckRow(r domain.ImportRow) domain.ImportRow {
+	r.Issues = slices.Clone(r.Issues)
+	r.Title = domain.CleanLine(r.Title)
+	r.Description = domain.CleanText(r.Description)
+	r.Notes = domain.CleanText(r.Notes)
+	r.ExternalRef = domain.CleanLine(r.ExternalRef)
+	r.Category, r.Room, r.Condition = domain.CleanLine(r.Category), domain.CleanLine(r.Room), domain.CleanLine(r.Condition)
+	for i := range r.Cells {
+		r.Cells[i].Column, r.Cells[i].Value = domain.CleanLine(r.Cells[i].Column), domain.CleanText(r.Cells[i].Value)
+	}
+	bad := func(field, reason string) { r.Issues = append(r.Issues, ingRowIssue(&r, field, "invalid_row", reason)) }
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"title", r.Title, 200}, {"description", r.Description, 4000}, {"notes", r.Notes, 4000}, {"external_ref", r.ExternalRef, 128},
+		{"category", r.Category, 128}, {"room", r.Room, 64}} {
+		if domain.RuneLen(f.v) > f.max {
+			bad(f.name, fmt.Sprintf("longer than %d characters", f.max))
+		}
+	}
+	if r.Quantity < 0 || r.Quantity > 10_000 {
+		bad("quantity", "out of range")
+	}
+	if r.SuppliedPriceCents != nil && (*r.SuppliedPriceCents < 0 || *r.SuppliedPriceCents > 100_000_000) {
+		bad("supplied_price_cents", "out of range")
+	}
+	switch r.Kind {
+	case domain.CandidateNewItem:
+		if r.Title == "" && r.Valid() {
+			bad("title", "a new item needs a title")
+		}
+	case domain.CandidateStatusUpdate:
+		if !domain.ValidID(domain.PrefixItem, r.ItemID) && r.Valid() {
+			bad("item_id", "a status report needs an item id")
+		}
+		if !slices.Contains(domain.ReportableStatuses, r.ReportedStatus) && r.Valid() {
+			bad("reported_status", "not a reportable status")
+		}
+	default:
+		bad("kind", "unknown row kind")
+	}
+	return r
+}
+
+func ingRowIssue(r *domain.ImportRow, column, code, msg string) domain.RowIssue {
+	return domain.RowIssue{Row: r.Row, Line: r.Line, Column: column, Code: code, Severity: domain.SeverityError, Message: msg}
+}
+
+// ingRowsError fails a strict import that has an invalid row, saying which
+// rows and why (codes only: messages never quote imported text).
+func ingRowsError(field string, rows []domain.ImportRow) error {
+	for _, r := range rows {
+		if !r.Valid() {
+			return domain.Invalid(field, "some rows are invalid and nothing was imported: "+ingIssueSummary(rows)+
+				"; preview the import to see every issue, fix the rows, or pass skip_invalid_rows to import the valid rows only")
+		}
+	}
+	return nil
+}
+
+// ingIssueSummary names the first invalid rows and their error codes.
+func ingIssueSummary(rows []domain.ImportRow) string {
+	const show = 5
+	var parts []string
+	bad := 0
+	for _, r := range rows {
+		if r.Valid() {
+			continue
+		}
+		bad++
+		if len(parts) == show {
+			continue
+		}
+		var codes []string
+		for _, is := range r.Issues {
+			if is.Severity == domain.SeverityError && !slices.Contains(codes, is.Code) {
+				codes = append(codes, is.Code)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("row %d: %s", r.Row, strings.Join(codes, ", ")))
+	}
+	s := strings.Join(parts, "; ")
+	if bad > show {
+		s += fmt.Sprintf("; %d invalid rows in all", bad)
+	}
+	return s
+}
+
+// ingPayload encodes a row as its source record's payload: the row as
+// normalised plus the hash of its original bytes; never HTML-escaped, so
+// the stored text is the text.
+func ingPayload(buf *bytes.Buffer, r any) ([]byte, error) {
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// ingPayloadBytes is ingPayload into a buffer of its own.
+func ingPayloadBytes(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	return ingPayload(&buf, v)
+}
+
+// ingDescriptor returns the source descriptor of an import: the client's
+// own mcp_client descriptor for rows typed through it, a new csv_upload
+// descriptor (naming the client) for each uploaded file.
+func (s *Store) ingDescriptor(ctx context.Context, tx *sql.Tx, p domain.Principal, kind, label string, now time.Time) (string, error) {
+	if kind != domain.ImportCSV {
+		return s.mcpDescriptor(ctx, tx, p, now)
+	}
+	id := s.ids.New(domain.PrefixSource)
+	if label == "" {
+		label = "CSV upload"
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO source_descriptors (id, tenant_id, kind, client_id, label, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, id, p.TenantID, domain.SourceKindCSVUpload, p.Client.ID, label, ts(now)); err != nil {
+		return "", s.dbErr("import: source descriptor", err)
+	}
+	return id, nil
+}
+
+// ingCheckSale checks that a sale is the tenant's and the actor's.
+func (s *Store) ingCheckSale(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, p domain.Principal, saleID string) error {
+	if err := s.checkRef(ctx, q, "estate_sales", "sale_id", saleID, p.TenantID); err != nil {
+		return err
+	}
+	if !p.MaySeeSale(saleID) {
+		return fmt.Errorf("store: sale %s: %w", saleID, domain.ErrSaleAssignment)
+	}
+	return nil
+}
+
+type ingQueryer interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+// ingItemRefs reads, in chunks, the items of tenantID among ids.
+func (s *Store) ingItemRefs(ctx context.Context, q ingQueryer, tenantID string, ids []string) (map[string]domain.ItemRef, error) {
+	out := map[string]domain.ItemRef{}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	const chunk = 500
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		args := []any{tenantID}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		rows, err := q.QueryContext(ctx, "SELECT id, sale_id, status, version FROM items WHERE tenant_id = ? AND id IN (?"+
+			strings.Repeat(", ?", len(part)-1)+")", args...)
+		if err != nil {
+			return nil, s.dbErr("import: items", err)
+		}
+		for rows.Next() {
+			var it domain.ItemRef
+			if err := rows.Scan(&it.ID, &it.SaleID, &it.Status, &it.Version); err != nil {
+				_ = rows.Close()
+				return nil, s.dbErr("import: items", err)
+			}
+			out[it.ID] = it
+		}
+		if err := rows.Close(); err != nil {
+			return nil, s.dbErr("import: items", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, s.dbErr("import: items", err)
+		}
+	}
+	return out, nil
+}
+
+// ImportTargets implements domain.IngestionBackend: a read, in one snapshot.
+func (s *Store) ImportTargets(ctx context.Context, p domain.Principal, saleID string, itemIDs []string) (domain.ImportTargets, error) {
+	out := domain.ImportTargets{SaleID: saleID, Items: map[string]domain.ItemRef{}}
+	if err := requireTenant(p); err != nil {
+		return out, err
+	}
+	if len(itemIDs) > domain.MaxImportRows {
+		return out, domain.Invalid("item_id", "too many items")
+	}
+	err := s.withRead(ctx, func(tx *sql.Tx) error {
+		if err := s.ingCheckSale(ctx, tx, p, saleID); err != nil {
+			return err
+		}
+		items, err := s.ingItemRefs(ctx, tx, p.TenantID, itemIDs)
+		if err != nil {
+			return err
+		}
+		for id, it := range items {
+			if p.MaySeeSale(it.SaleID) {
+				out.Items[id] = it
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CreateStatusReport implements domain.IngestionBackend.
+func (s *Store) CreateStatusReport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewStatusReport) (domain.StatusReportCreated, domain.WriteOutcome, error) {
+	var zero domain.StatusReportCreated
+	in.Notes = domain.CleanText(in.Notes)
+	switch {
+	case !domain.ValidID(domain.PrefixItem, in.ItemID):
+		return zero, domain.WriteOutcome{}, domain.Invalid("item_id", "required: the item whose status was reported")
+	case !slices.Contains(domain.ReportableStatuses, in.ReportedStatus):
+		return zero, domain.WriteOutcome{}, domain.Invalid("reported_status", "must be one of "+strings.Join(domain.ReportableStatuses, ", "))
+	case in.EffectiveAt.IsZero():
+		return zero, domain.WriteOutcome{}, domain.Invalid("effective_at", "required")
+	case strings.TrimSpace(in.Source) == "":
+		return zero, domain.WriteOutcome{}, domain.Invalid("source", "required")
+	case domain.RuneLen(in.Notes) > 4000:
+		return zero, domain.WriteOutcome{}, domain.Invalid("notes", "longer than 4000 characters")
+	}
+	in.EffectiveAt = in.EffectiveAt.UTC()
+	payload, err := ingPayloadBytes(struct {
+		Kind string `json:"kind"`
+		domain.NewStatusReport
+	}{domain.CandidateStatusUpdate, in})
+	if err != nil {
+		return zero, domain.WriteOutcome{}, fmt.Errorf("store: status report: encode: %w", domain.ErrInvalidInput)
+	}
+
+	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.StatusReportCreated, domain.Related, error) {
+		var res domain.StatusReportCreated
+		it, err := s.ingItem(ctx, tx, p, in.ItemID)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		c, err := s.ingSingleRecordCandidate(ctx, tx, p, it.SaleID, importKindStatusReport, payload, now)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		c.Kind = domain.CandidateStatusUpdate
+		c.Title = fmt.Sprintf("Reported %s: %s", in.ReportedStatus, in.ItemID)
+		c.Notes = in.Notes
+		if err := insertCandidate(ctx, tx, c); err != nil {
+			return res, domain.Related{}, s.dbErr("status report: candidate", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO candidate_item_changes (candidate_id, tenant_id, kind, item_id,
+			observed_version, observed_status, reported_status, effective_at, report_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, p.TenantID, domain.CandidateStatusUpdate, it.ID, it.Version, it.Status, in.ReportedStatus, ts(in.EffectiveAt),
+			in.Source); err != nil {
+			return res, domain.Related{}, s.dbErr("status report: change", err)
+		}
+		res = domain.StatusReportCreated{CandidateID: c.ID, Kind: c.Kind, ItemID: it.ID, SaleID: it.SaleID,
+			ReportedStatus: in.ReportedStatus, ReviewStatus: c.ReviewStatus, ImportRunID: c.ImportRunID,
+			SourceRecordID: c.SourceRecordID, ObservedItemStatus: it.Status, ObservedItemVersion: it.Version}
+		return res, domain.Related{SourceImportRunIDs: []string{c.ImportRunID}, SourceImportRecordIDs: []string{c.SourceRecordID},
+			CandidateIDs: []string{c.ID}, ItemIDs: []string{it.ID}}, nil
+	})
+}
+
+// ingItem reads an item of the principal's tenant (a RefError otherwise,
+// the same for a missing and a foreign item) on a sale the actor may see.
+func (s *Store) ingItem(ctx context.Context, tx *sql.Tx, p domain.Principal, itemID string) (domain.ItemRef, error) {
+	if err := s.checkRef(ctx, tx, "items", "item_id", itemID, p.TenantID); err != nil {
+		return domain.ItemRef{}, err
+	}
+	items, err := s.ingItemRefs(ctx, tx, p.TenantID, []string{itemID})
+	if err != nil {
+		return domain.ItemRef{}, err
+	}
+	it := items[itemID]
+	if !p.MaySeeSale(it.SaleID) {
+		return it, fmt.Errorf("store: item %s: %w", itemID, domain.ErrSaleAssignment)
+	}
+	return it, nil
+}
+
+// ingSingleRecordCandidate writes the provenance of a one-record MCP chain
+// (the client's descriptor, a run of one record, the record) and returns
+// the candidate to insert, with its id, provenance and review state set.
+func (s *Store) ingSingleRecordCandidate(ctx context.Context, tx *sql.Tx, p domain.Principal, saleID, runKind string, payload []byte, now time.Time) (domain.Candidate, error) {
+	descID, err := s.mcpDescriptor(ctx, tx, p, now)
+	if err != nil {
+		return domain.Candidate{}, err
+	}
+	runID := s.ids.New(domain.PrefixRun)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO import_runs (id, tenant_id, source_descriptor_id, sale_id, kind, status,
+		record_count, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)`,
+		runID, p.TenantID, descID, saleID, runKind, domain.ImportRunCompleted, ts(now)); err != nil {
+		return domain.Candidate{}, s.dbErr("candidate chain: run", err)
+	}
+	recordID := s.ids.New(domain.PrefixRecord)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash, payload,
+		created_at) VALUES (?, ?, ?, 1, ?, ?, ?)`, recordID, p.TenantID, runID, domain.OriginalHash(payload), string(payload), ts(now)); err != nil {
+		return domain.Candidate{}, s.dbErr("candidate chain: record", err)
+	}
+	return domain.Candidate{ID: s.ids.New(domain.PrefixCandidate), TenantID: p.TenantID, SaleID: saleID, Quantity: 1,
+		ReviewStatus: domain.ReviewNeedsReview, SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID,
+		CreatedByClientID: p.Client.ID, Version: 1, CreatedAt: now}, nil
+}
+
+func ingNonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
