@@ -134,6 +134,9 @@ func (s *Store) adminEvent(ctx context.Context, tx *sql.Tx, c domain.Client, by,
 		Impact:        domain.EventImpact{Type: action, Material: true},
 		OccurredAt:    now,
 	}
+	if err := s.completeSellerEvent(ctx, tx, &ev, "clients", domain.PermClientManage); err != nil {
+		return err
+	}
 	return s.insertEvent(ctx, tx, ev)
 }
 
@@ -271,6 +274,9 @@ func (s *Store) PrincipalForClient(ctx context.Context, id string) (domain.Princ
 	err = s.r.QueryRowContext(ctx, "SELECT id, role FROM memberships WHERE tenant_id = ? AND user_id = ?", c.TenantID, c.ActorID).Scan(&p.MembershipID, &p.Role)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return p, s.dbErr("principal for client", err)
+	}
+	if err := s.loadSaleScope(ctx, s.r, &p); err != nil {
+		return p, err
 	}
 	return p, nil
 }

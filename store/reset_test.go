@@ -82,6 +82,10 @@ func TestReset_BadDatasetLeavesDatabaseUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := mustDigest(t, s)
+	var triggersBefore int
+	if err := s.r.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").Scan(&triggersBefore); err != nil || triggersBefore < 3 {
+		t.Fatalf("triggers = %d, %v", triggersBefore, err)
+	}
 	bad := testDataset()
 	bad.Memberships = append(bad.Memberships, domain.Membership{ID: "membership_x", TenantID: "tenant_missing", UserID: userAlice, Role: domain.RoleOwner})
 	err := s.Reset(ctx, bad)
@@ -92,7 +96,7 @@ func TestReset_BadDatasetLeavesDatabaseUnchanged(t *testing.T) {
 		t.Fatalf("a failed reset changed %v", d)
 	}
 	var triggers int
-	if err := s.r.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").Scan(&triggers); err != nil || triggers != 3 {
+	if err := s.r.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").Scan(&triggers); err != nil || triggers != triggersBefore {
 		t.Fatalf("triggers after failed reset = %d, %v", triggers, err)
 	}
 }

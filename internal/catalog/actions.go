@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/triunalabs/trovesnap/internal/domain"
+import (
+	"context"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
 
 // Controlled actions (spec §16) execute an approved proposal through the
 // existing P5/P6 domain function. Their input is the proposal id and an
@@ -15,28 +19,13 @@ type ExecuteProposalInput struct {
 }
 
 // TargetOutcome is what execution did to one target.
-type TargetOutcome struct {
-	TargetID   string `json:"target_id"`
-	Outcome    string `json:"outcome" jsonschema:"applied, simulated, conflict (stale version), rejected (invalid transition) or skipped"`
-	NewVersion *int   `json:"new_version"`
-}
+type TargetOutcome = domain.TargetOutcome
 
 // ExecutionApproval is the authority an execution used.
-type ExecutionApproval struct {
-	Decision   string  `json:"decision" jsonschema:"allowed (a human grant) or allowed_by_policy; on a block the envelope carries the error"`
-	ApprovalID *string `json:"approval_id"`
-	PolicyID   *string `json:"policy_id"`
-}
+type ExecutionApproval = domain.ExecutionApproval
 
 // ExecutionResult is the data of every controlled action.
-type ExecutionResult struct {
-	ProposalID     string            `json:"proposal_id"`
-	Executed       bool              `json:"executed"`
-	Simulated      bool              `json:"simulated" jsonschema:"true in mock mode: the local simulation ran, nothing reached TroveSnap"`
-	DomainFunction string            `json:"domain_function"`
-	Results        []TargetOutcome   `json:"results"`
-	Approval       ExecutionApproval `json:"approval"`
-}
+type ExecutionResult = domain.ExecutionResult
 
 // actionDefinition fills what every controlled action shares.
 func actionDefinition(name, title, description string, risk Risk, approval Approval, perms []string, dm DomainMapping, impact domain.EventImpact) Definition {
@@ -51,7 +40,22 @@ func actionDefinition(name, title, description string, risk Risk, approval Appro
 // actionFooter ends every controlled action's description.
 const actionFooter = " Input is only proposal_id and idempotency_key: approval is never an argument. Fails with approval_required, approval_expired, proposal_changed or stale_target_version rather than acting on anything the seller did not approve. In mock mode it only simulates. A retry with the same idempotency_key returns the original result."
 
-func action(d Definition) Tool { return define[ExecuteProposalInput, ExecutionResult](d, nil) }
+// action gives a controlled action its handler: ONE Backend call running the
+// proposal's domain function under the authority the gate's approval step
+// found. Export delivery waits for staged exports to exist.
+func action(d Definition) Tool {
+	if d.Name == "trove_deliver_export" {
+		return define[ExecuteProposalInput, ExecutionResult](d, nil)
+	}
+	d.Status = StatusActive
+	return define(d, func(ctx context.Context, env Env, in ExecuteProposalInput) (ExecutionResult, Effects, error) {
+		res, out, err := env.Backend.ExecuteProposal(ctx, env.Principal, env.Write, in.ProposalID, env.Authorization)
+		if err != nil {
+			return ExecutionResult{}, Effects{}, err
+		}
+		return res, Effects{Related: out.Related, Outcome: out}, nil
+	})
+}
 
 func executeCandidatePromotion() Tool {
 	return action(actionDefinition("trove_execute_candidate_promotion", "Promote a candidate",

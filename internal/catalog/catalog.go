@@ -75,9 +75,12 @@ var (
 )
 
 func build() {
+	lookupTool = func(name string) (*Tool, bool) { t, ok := byName[name]; return t, ok }
 	all = make([]Tool, 0, len(constructors))
 	for _, c := range constructors {
-		all = append(all, c())
+		t := c()
+		restrictModes(&t)
+		all = append(all, t)
 	}
 	slices.SortFunc(all, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
 	byName = make(map[string]*Tool, len(all))

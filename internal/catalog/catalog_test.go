@@ -49,8 +49,11 @@ func TestCatalog_Invariants(t *testing.T) {
 			if len(tool.Modes) == 0 {
 				t.Error("no allowed modes")
 			}
-			if tool.Tier != TierPublicRead && len(tool.Permissions) == 0 {
+			if tool.Tier != TierPublicRead && len(tool.Permissions) == 0 && len(tool.AnyPermissions) == 0 {
 				t.Error("a non-public tool must require a permission")
+			}
+			if tool.Tier == TierPublicRead && len(tool.AnyPermissions) != 0 {
+				t.Error("a public tool needs no permission")
 			}
 			if tool.Tier == TierControlledAction && tool.Approval == ApprovalNone {
 				t.Error("every controlled action is approval-gated")
@@ -163,5 +166,39 @@ func TestDecide_Rules(t *testing.T) {
 	}
 	if d := Decide(create, domain.ModeMock, checkout); d.Missing != domain.PermItemCreateCandidate {
 		t.Errorf("checkout reason = %+v", d)
+	}
+}
+
+// AnyPermissions: one of them suffices, none of them hides the tool (naming
+// the first as missing), and every one of Permissions still applies.
+func TestDecide_AnyOfPermissions(t *testing.T) {
+	p := func(role string) domain.Principal {
+		return domain.Principal{ClientStatus: domain.ClientActive, Role: role, TenantID: "tenant_1", AllowedToolGroups: []string{"tenant_read"}}
+	}
+	getItem, _ := Lookup("trove_get_item")
+	for _, role := range domain.Roles() {
+		if d := Decide(getItem, domain.ModeMock, p(role)); !d.Visible {
+			t.Errorf("%s cannot see trove_get_item: %s", role, d.Reason)
+		}
+	}
+	if d := Decide(getItem, domain.ModeMock, p("auditor")); d.Visible || d.Missing != domain.PermItemRead {
+		t.Errorf("unknown role decided %+v", d)
+	}
+
+	tool := *getItem
+	tool.Permissions = []string{domain.PermSaleRead}
+	tool.AnyPermissions = []string{domain.PermItemReadPricing, domain.PermItemReadCheckout}
+	for role, visible := range map[string]bool{domain.RoleCataloger: false, domain.RolePricer: true, domain.RoleCheckout: true, domain.RoleOwner: true} {
+		d := Decide(&tool, domain.ModeMock, p(role))
+		if d.Visible != visible {
+			t.Errorf("%s: decided %+v, want visible=%v", role, d, visible)
+		}
+		if !visible && d.Missing != domain.PermItemReadPricing {
+			t.Errorf("%s: missing %q, want the first any-of permission", role, d.Missing)
+		}
+	}
+	tool.Permissions = []string{domain.PermCandidateRead} // checkout has an any-of but not this one
+	if d := Decide(&tool, domain.ModeMock, p(domain.RoleCheckout)); d.Visible || d.Missing != domain.PermCandidateRead {
+		t.Errorf("checkout without candidate.read decided %+v", d)
 	}
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -33,41 +34,19 @@ type ItemVersion struct {
 }
 
 // ExecutingTool names the controlled action that executes a proposal.
-type ExecutingTool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
+type ExecutingTool = domain.ExecutingTool
 
 // TargetVersion is a target and the version the proposal is bound to.
-type TargetVersion struct {
-	ID      string `json:"id"`
-	Version int    `json:"version"`
-}
+type TargetVersion = domain.TargetVersion
 
 // FieldChange is one exact change a proposal would make.
-type FieldChange struct {
-	TargetID string `json:"target_id"`
-	Field    string `json:"field"`
-	From     any    `json:"from"`
-	To       any    `json:"to"`
-}
+type FieldChange = domain.FieldChange
 
 // ProposalImpact is the estimated effect of executing a proposal.
-type ProposalImpact struct {
-	CanonicalItemsCreated int     `json:"canonical_items_created"`
-	ItemsChanged          int     `json:"items_changed"`
-	PublicRecordsChanged  int     `json:"public_records_changed"`
-	NotificationsSent     int     `json:"notifications_sent"`
-	ExternalDeliveries    int     `json:"external_deliveries"`
-	EstimatedCostUSD      float64 `json:"estimated_cost_usd"`
-}
+type ProposalImpact = domain.ProposalImpact
 
 // ProposalValidation is the domain's verdict on a proposal when it was made.
-type ProposalValidation struct {
-	Status   string   `json:"status" jsonschema:"valid, valid_with_warnings or invalid"`
-	Warnings []string `json:"warnings"`
-	Errors   []string `json:"errors"`
-}
+type ProposalValidation = domain.ProposalValidation
 
 // ProposalApproval is what a proposal needs, and has, to be executed.
 type ProposalApproval struct {
@@ -79,14 +58,7 @@ type ProposalApproval struct {
 
 // NotificationPlan is the reviewable plan of a buyer-notification proposal.
 // It never names a buyer: the notification service resolves recipients.
-type NotificationPlan struct {
-	AudienceSize     int      `json:"audience_size"`
-	SelectionBasis   string   `json:"selection_basis"`
-	Channels         []string `json:"channels"`
-	MessagePreview   string   `json:"message_preview"`
-	SuppressedCount  int      `json:"suppressed_count" jsonschema:"buyers excluded by opt-out, frequency caps or privacy checks"`
-	RateLimitPerHour int      `json:"rate_limit_per_hour"`
-}
+type NotificationPlan = domain.NotificationPlan
 
 // ProposalView is an immutable action proposal (spec §15).
 type ProposalView struct {
@@ -133,10 +105,10 @@ type ProposeCandidatePromotionInput struct {
 }
 
 func proposeCandidatePromotion() Tool {
-	return define[ProposeCandidatePromotionInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_candidate_promotion", "Propose promoting a candidate",
 		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category and room, bound to the candidate's version. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Does not publish or price the item."+proposalFooter,
-		"propose_candidate_promotion"), nil)
+		"propose_candidate_promotion"), draftPromotion)
 }
 
 // ProposeItemPublicationInput is the input of trove_propose_item_publication.
@@ -147,10 +119,10 @@ type ProposeItemPublicationInput struct {
 }
 
 func proposeItemPublication() Tool {
-	return define[ProposeItemPublicationInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_item_publication", "Propose publishing an item",
 		"Propose publishing one canonical item on its TroveSnap sale page, bound to the item's version, with a publication-readiness check (title, category, price, approved photo). Executed by trove_publish_item and needs explicit seller approval. Never publishes a candidate, lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+proposalFooter,
-		"propose_item_publication"), nil)
+		"propose_item_publication"), draftItemPublication)
 }
 
 // ProposeSalePublicationInput is the input of trove_propose_sale_publication.
@@ -161,10 +133,10 @@ type ProposeSalePublicationInput struct {
 }
 
 func proposeSalePublication() Tool {
-	return define[ProposeSalePublicationInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_sale_publication", "Propose publishing a sale",
 		"Propose publishing one estate sale to the public marketplace, bound to the sale's version, with validation of dates, location and the address-reveal policy. Executed by trove_publish_sale and needs explicit seller approval. Never reveals the street address earlier than the sale's policy allows and never notifies buyers."+proposalFooter,
-		"propose_sale_publication"), nil)
+		"propose_sale_publication"), draftSalePublication)
 }
 
 // BulkItemChanges are the exact field changes of a bulk update; at least one
@@ -186,10 +158,10 @@ type ProposeBulkItemUpdateInput struct {
 }
 
 func proposeBulkItemUpdate() Tool {
-	return define[ProposeBulkItemUpdateInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_bulk_item_update", "Propose a bulk item update",
 		"Propose one atomic plan changing the same fields (room, category, title, description, price) on an explicit list of up to 50 items, each bound to its version; the target set is frozen. Executed by trove_apply_bulk_item_update, which reports per-item conflicts and enforces field-level permissions. Never changes item status."+proposalFooter,
-		"propose_bulk_item_update"), nil)
+		"propose_bulk_item_update"), draftBulkUpdate)
 }
 
 // ProposeStatusTransitionInput is the input of trove_propose_status_transition.
@@ -204,10 +176,10 @@ type ProposeStatusTransitionInput struct {
 }
 
 func proposeStatusTransition() Tool {
-	return define[ProposeStatusTransitionInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_status_transition", "Propose an item status change",
 		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Never records payment or a sale price."+proposalFooter,
-		"propose_status_transition"), nil)
+		"propose_status_transition"), draftStatusTransition)
 }
 
 // ProposeBuyerNotificationInput is the input of trove_propose_buyer_notification.
@@ -222,10 +194,10 @@ type ProposeBuyerNotificationInput struct {
 }
 
 func proposeBuyerNotification() Tool {
-	return define[ProposeBuyerNotificationInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_buyer_notification", "Propose notifying matched buyers",
 		"Propose notifying buyers interested in a published item or sale: the proposal shows audience size, selection basis, channels, a message preview, suppressions and estimated cost, never buyer identities. Executed by trove_notify_matched_buyers and needs explicit seller approval. Sends nothing by itself."+proposalFooter,
-		"propose_buyer_notification"), nil)
+		"propose_buyer_notification"), draftBuyerNotification)
 }
 
 // ProposeIdentityBindingInput is the input of trove_propose_identity_binding.
@@ -238,10 +210,10 @@ type ProposeIdentityBindingInput struct {
 }
 
 func proposeIdentityBinding() Tool {
-	return define[ProposeIdentityBindingInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_identity_binding", "Propose binding or releasing a QR tag",
 		"Propose binding a printed QR tag to an item so checkout can scan it, or releasing it, bound to the item's version. Executed by trove_bind_item_identity or trove_release_item_identity; releasing a tag from a sold or pending-pickup item needs explicit seller approval."+proposalFooter,
-		"propose_identity_binding"), nil)
+		"propose_identity_binding"), draftIdentityBinding)
 }
 
 // ProposeDispositionActionInput is the input of trove_propose_disposition_action.
@@ -256,10 +228,10 @@ type ProposeDispositionActionInput struct {
 }
 
 func proposeDispositionAction() Tool {
-	return define[ProposeDispositionActionInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_disposition_action", "Propose a disposition",
 		"Propose what happens to up to 50 unsold items after a sale (donate, consign, haul away, return to family, buy-out offer), each bound to its version. Executed by trove_apply_disposition_action and needs explicit seller approval, since a disposition cannot be undone. Accepts no offer and moves nothing by itself."+proposalFooter,
-		"propose_disposition_action"), nil)
+		"propose_disposition_action"), draftDisposition)
 }
 
 // ProposeExportDeliveryInput is the input of trove_propose_export_delivery.
@@ -286,8 +258,15 @@ func getProposal() Tool {
 		Name: "trove_get_proposal", Version: "1.0.0", Title: "Get a proposal",
 		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy.",
 		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{domain.PermProposalRead},
-		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "approval", Operation: "get_action_proposal"},
 		Impact: readImpact,
-	}, nil)
+	}, func(ctx context.Context, env Env, in GetProposalInput) (ProposalView, Effects, error) {
+		prop, err := env.Backend.GetProposal(ctx, env.Principal, in.ProposalID)
+		if err != nil {
+			return ProposalView{}, Effects{}, err
+		}
+		rel := domain.Related{ProposalIDs: []string{prop.ID}}
+		return proposalView(prop), Effects{Related: rel}, nil
+	})
 }

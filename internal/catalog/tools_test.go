@@ -33,10 +33,35 @@ var (
 	// Tools beyond those lists: the §12.1 compatibility name and the read of
 	// a proposal the §14 tools return.
 	specExtra = []string{"trove_demand_signals", "trove_get_proposal"}
-	// The five tools of the existing server (§40.4): the only active ones.
+	// approvalTools are the proposal tools, the proposal read and the
+	// controlled actions with a handler (export delivery waits for staged
+	// exports).
+	approvalTools = []string{"trove_propose_candidate_promotion", "trove_propose_item_publication", "trove_propose_sale_publication",
+		"trove_propose_bulk_item_update", "trove_propose_status_transition", "trove_propose_buyer_notification",
+		"trove_propose_identity_binding", "trove_propose_disposition_action", "trove_get_proposal",
+		"trove_execute_candidate_promotion", "trove_publish_item", "trove_publish_sale", "trove_update_item_status",
+		"trove_apply_bulk_item_update", "trove_notify_matched_buyers", "trove_bind_item_identity",
+		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item"}
+	// ingestionTools are the candidate and draft tools of §13 beyond
+	// trove_create_candidate.
+	ingestionTools = []string{"trove_run_manual_import", "trove_create_status_update_candidate",
+		"trove_create_media_attachment_candidate", "trove_attach_candidate_photo", "trove_map_csv_columns",
+		"trove_preview_csv_import", "trove_apply_csv_import", "trove_draft_listing_copy", "trove_stage_export"}
 	// activeTools have a handler: the list grows as capabilities land.
-	activeTools = []string{"trove_create_candidate", "trove_demand_signals", "trove_get_demand_signals", "trove_list_candidates", "trove_list_items", "trove_list_sales"}
+	activeTools = sortedUnion(approvalTools, ingestionTools, []string{"trove_create_candidate", "trove_demand_signals", "trove_get_candidate", "trove_get_demand_signals",
+		"trove_get_disposition_queue", "trove_get_import_run", "trove_get_item", "trove_get_public_item", "trove_get_public_sale",
+		"trove_get_sale", "trove_list_candidates", "trove_list_import_runs", "trove_list_items", "trove_list_label_batches",
+		"trove_list_sales", "trove_list_status_events", "trove_resolve_public_qr", "trove_search_marketplace"})
 )
+
+func sortedUnion(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // Input fields that could carry authority or scope the server must resolve
 // itself (§4.6, §17.2, §20, §40.7), or reach outside the closed domain (§28).
@@ -121,9 +146,12 @@ func TestDecide_ExperimentalToolsInvisible(t *testing.T) {
 					t.Errorf("%s %s: experimental %s decided %+v", mode, p.Role, tool.Name, d)
 				}
 			}
-			want := activeTools
-			if p.Public {
-				want = nil
+			want := slices.Clone(activeTools)
+			if p.Public { // the public principal sees the active public tools only
+				want = slices.DeleteFunc(want, func(n string) bool { return !slices.Contains(specPublic, n) })
+			}
+			if mode == domain.ModeLive { // live offers only what the live backend serves
+				want = slices.DeleteFunc(want, func(n string) bool { return !liveReady[n] })
 			}
 			if !slices.Equal(visible, want) {
 				t.Errorf("%s public=%v sees %v, want %v", mode, p.Public, visible, want)
@@ -229,7 +257,10 @@ func TestDecode_NewToolEdges(t *testing.T) {
 		{"trove_run_manual_import", map[string]any{"sale_id": "sale_1", "rows": []map[string]any{{"title": strings.Repeat("x", 201)}}, "idempotency_key": key}, "rows"},
 		{"trove_run_manual_import", map[string]any{"sale_id": "sale_1", "rows": []map[string]any{{"title": "ok", "publish": true}}, "idempotency_key": key}, "arguments"},
 		{"trove_apply_csv_import", map[string]any{"sale_id": "sale_1", "csv_text": "title\nlamp\n", "mapping": []map[string]any{{"column": "title", "field": "price"}}, "idempotency_key": key}, "mapping"},
-		{"trove_attach_candidate_photo", map[string]any{"candidate_id": "candidate_1", "image_base64": "not base64!", "idempotency_key": key}, "image_base64"},
+		// image_base64 has no pattern: a path or URL sent there must reach the
+		// handler, which refuses it with the reason (not a bare "malformed").
+		{"trove_attach_candidate_photo", map[string]any{"candidate_id": "candidate_1", "image_base64": "/Users/paul/Pictures/lamp.jpg", "idempotency_key": key}, ""},
+		{"trove_attach_candidate_photo", map[string]any{"candidate_id": "candidate_1", "image_base64": strings.Repeat("A", MaxImageBase64+1), "idempotency_key": key}, "image_base64"},
 		{"trove_attach_candidate_photo", map[string]any{"candidate_id": "candidate_1", "asset_id": "asset_1", "idempotency_key": key}, ""},
 		{"trove_search_marketplace", map[string]any{"query": "lamp", "date_from": "2026-06-20"}, ""},
 		{"trove_resolve_public_qr", map[string]any{"qr_code": "QR-221-0001"}, ""},

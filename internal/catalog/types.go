@@ -88,6 +88,10 @@ type Definition struct {
 	// Impact is what a successful call does (spec §36); the gate records it
 	// in the call's plugin_event, including events committed with a write.
 	Impact domain.EventImpact `json:"impact"`
+	// AnyPermissions, when set, additionally requires at least one of its
+	// permissions: a read that serves several roles through different
+	// projections (item.read for staff, item.read_checkout for checkout).
+	AnyPermissions []string `json:"any_of_permissions,omitempty"`
 }
 
 // Env is what a handler may use: the Backend, the resolved principal and, for
@@ -100,6 +104,11 @@ type Env struct {
 	// Progress reports rows done of a long call (a no-op when the caller
 	// asked for no progress). Never nil.
 	Progress func(done, total int, message string)
+	// Seal hashes a proposal (set by the gate from the approval package).
+	Seal domain.ProposalSealer
+	// Authorization is what the gate's approval step decided for a
+	// controlled action; the Backend re-checks and consumes it.
+	Authorization domain.Authorization
 }
 
 // Effects is what a handler reports besides its data.

@@ -104,6 +104,16 @@ type WriteOutcome struct {
 	Related         Related
 }
 
+// IdemState is the state of an idempotency key.
+type IdemState int
+
+// Idempotency key states.
+const (
+	IdemUnused IdemState = iota
+	IdemReplay
+	IdemConflict
+)
+
 // StoredResult is what the idempotency cache keeps of a first execution.
 type StoredResult struct {
 	Result  json.RawMessage `json:"result"`
@@ -143,6 +153,12 @@ type Backend interface {
 	// AppendEvent records the plugin_event of a call that wrote nothing
 	// (reads, blocks, failures, replays).
 	AppendEvent(ctx context.Context, e Event) error
+
+	// CheckIdempotency says whether a persisted write's key was already used:
+	// with the same input (a replay), with other input (a conflict), or not.
+	// The write itself re-checks under its transaction; this lets the gate
+	// answer a replay before re-deciding approval for an action that ran.
+	CheckIdempotency(ctx context.Context, k IdempotencyKey) (IdemState, error)
 
 	// ConsumeRate counts one call of a limit class for the principal's
 	// client, across every process sharing the store, unless the limit is

@@ -37,6 +37,11 @@ func NewClientToken() string {
 	return TokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
+// PublicCredential is the credential of an explicitly anonymous caller: a
+// buyer's view, public tools only, in any mode. It exists so mock mode (where
+// no credential means the demo seller) can show what the public sees.
+const PublicCredential = "public"
+
 // WellFormedToken reports whether s has the shape of a client credential.
 // A malformed credential is refused before any lookup.
 func WellFormedToken(s string) bool { return tokenRE.MatchString(s) }

@@ -1,0 +1,138 @@
+package approval
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// humanOnly lists the §18.2 categories no automation policy may authorise,
+// whatever tools it names: publication, external delivery, notifications,
+// paid work, irreversible or destructive actions (disposition, archive),
+// QR release, and financial changes (price).
+var humanOnly = map[string]string{
+	domain.ActionPublishItem:     "live publication",
+	domain.ActionPublishSale:     "live publication",
+	domain.ActionExportDelivery:  "external marketplace delivery",
+	domain.ActionBuyerNotify:     "buyer notifications",
+	domain.ActionDisposition:     "disposition completion",
+	domain.ActionArchiveItem:     "a destructive action",
+	domain.ActionReleaseIdentity: "QR release",
+}
+
+// BroadBulkLimit is the largest target set a policy may authorise at once;
+// anything broader is a broad bulk change and stays human-only (§18.2).
+const BroadBulkLimit = 20
+
+// PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
+// some policy could).
+func PolicyHumanOnlyReason(p domain.Proposal) string {
+	if r, ok := humanOnly[p.Action]; ok {
+		return r + " is never authorised by a policy"
+	}
+	if p.Requirement != "human_or_policy" {
+		return "the tool requires explicit human approval"
+	}
+	if p.Impact.EstimatedCostUSD > 0 {
+		return "paid work is never authorised by a policy"
+	}
+	if len(p.TargetIDs) > BroadBulkLimit {
+		return fmt.Sprintf("more than %d targets is a broad bulk change", BroadBulkLimit)
+	}
+	for _, c := range p.Changes {
+		if c.Field == "price_cents" || c.Field == "price" {
+			return "financial changes are never authorised by a policy"
+		}
+		if c.Field == "status" && (c.To == domain.ItemSold || c.To == domain.ItemPendingPickup) {
+			return "sale completion is never authorised by a policy"
+		}
+	}
+	return ""
+}
+
+// EvaluatePolicy decides whether pol authorises proposal p to run as tool
+// now. Every clause must hold; the reason names the first that does not.
+func EvaluatePolicy(pol domain.Policy, p domain.Proposal, tool string, usage domain.PolicyUsage, now time.Time) (bool, string) {
+	switch {
+	case pol.Status != domain.PolicyActive:
+		return false, "policy " + pol.Status
+	case pol.TenantID != p.TenantID:
+		return false, "policy of another tenant"
+	case !slices.Contains(pol.AllowedTools, tool):
+		return false, "policy does not allow " + tool
+	case !now.Before(p.ExpiresAt):
+		return false, "proposal expired"
+	}
+	if r := PolicyHumanOnlyReason(p); r != "" {
+		return false, r
+	}
+	if len(pol.Scope.EstateSaleIDs) == 0 {
+		return false, "policy has no sale scope"
+	}
+	if len(p.SaleIDs) == 0 {
+		return false, "proposal targets no sale"
+	}
+	for _, sale := range p.SaleIDs {
+		if !slices.Contains(pol.Scope.EstateSaleIDs, sale) {
+			return false, "target outside the policy's sales: " + sale
+		}
+	}
+	if pol.Conditions.MaxItemsPerRun <= 0 || len(p.TargetIDs) > pol.Conditions.MaxItemsPerRun {
+		return false, fmt.Sprintf("%d targets exceed the policy's %d per run", len(p.TargetIDs), pol.Conditions.MaxItemsPerRun)
+	}
+	for _, c := range p.Changes {
+		if !slices.Contains(pol.Conditions.PermittedFields, c.Field) {
+			return false, "field not permitted by the policy: " + c.Field
+		}
+	}
+	if pol.Conditions.RequireNoConflicts && (p.Validation.Status != "valid" || len(p.Validation.Warnings) > 0) {
+		return false, "policy requires a proposal without conflicts or warnings"
+	}
+	if usage.ActionsToday+1 > pol.Limits.MaxDailyActions {
+		return false, "policy's daily action limit reached"
+	}
+	if usage.CostToday+p.Impact.EstimatedCostUSD > pol.Limits.MaxCostUSDPerDay {
+		return false, "policy's daily cost limit reached"
+	}
+	return true, fmt.Sprintf("policy %s v%d", pol.ID, pol.Version)
+}
+
+// ValidatePolicy checks a new policy: narrowly scoped and unable to name
+// what it could never authorise.
+func ValidatePolicy(pol domain.Policy) error {
+	switch {
+	case pol.Name == "" || len(pol.Name) > 100:
+		return domain.Invalid("name", "required, at most 100 characters")
+	case len(pol.AllowedTools) == 0:
+		return domain.Invalid("allowed_tools", "name at least one controlled tool")
+	case len(pol.Scope.EstateSaleIDs) == 0:
+		return domain.Invalid("scope.estate_sale_ids", "a policy must be scoped to named sales")
+	case pol.Conditions.MaxItemsPerRun < 1 || pol.Conditions.MaxItemsPerRun > BroadBulkLimit:
+		return domain.Invalid("conditions.maximum_items_per_run", fmt.Sprintf("between 1 and %d", BroadBulkLimit))
+	case len(pol.Conditions.PermittedFields) == 0:
+		return domain.Invalid("conditions.permitted_fields", "name the fields the policy may change")
+	case pol.Limits.MaxDailyActions < 1:
+		return domain.Invalid("limits.maximum_daily_actions", "at least 1")
+	case pol.Limits.MaxCostUSDPerDay != 0:
+		return domain.Invalid("limits.maximum_cost_usd_per_day", "policies never authorise paid work: must be 0")
+	}
+	for _, t := range pol.AllowedTools {
+		if !slices.Contains(PolicyAuthorisableTools, t) {
+			return domain.Invalid("allowed_tools", t+" can never be authorised by a policy")
+		}
+	}
+	for _, s := range pol.Scope.EstateSaleIDs {
+		if !domain.ValidID(domain.PrefixSale, s) {
+			return domain.Invalid("scope.estate_sale_ids", "malformed sale id "+s)
+		}
+	}
+	return nil
+}
+
+// PolicyAuthorisableTools are the controlled tools whose approval
+// requirement is human_or_policy.
+var PolicyAuthorisableTools = []string{
+	"trove_execute_candidate_promotion", "trove_update_item_status", "trove_apply_bulk_item_update", "trove_bind_item_identity",
+}

@@ -1,0 +1,173 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// lookupTool is Lookup, bound when the catalog is built (a direct reference
+// from a constructor would be an initialization cycle).
+var lookupTool func(string) (*Tool, bool)
+
+// proposalTool gives a proposal tool its handler: the draft from the input,
+// then ONE Backend call that validates it against current state and stores
+// the sealed, immutable proposal.
+func proposalTool[In any](d Definition, draft func(In) (domain.ProposalDraft, error)) Tool {
+	d.Status = StatusActive
+	return define(d, func(ctx context.Context, env Env, in In) (ProposalView, Effects, error) {
+		dr, err := draft(in)
+		if err != nil {
+			return ProposalView{}, Effects{}, err
+		}
+		exec, ok := lookupTool(dr.Tool.Name)
+		if !ok {
+			return ProposalView{}, Effects{}, fmt.Errorf("catalog: no executor %s: %w", dr.Tool.Name, domain.ErrInvalidInput)
+		}
+		dr.Tool.Version, dr.Requirement = exec.Version, string(exec.Approval)
+		prop, out, err := env.Backend.CreateProposal(ctx, env.Principal, env.Write, dr, env.Seal)
+		if err != nil {
+			return ProposalView{}, Effects{}, err
+		}
+		return proposalView(prop), Effects{Related: out.Related, Outcome: out}, nil
+	})
+}
+
+// proposalView projects a proposal for the agent: everything it needs to
+// wait for, and explain, the seller's decision.
+func proposalView(p domain.Proposal) ProposalView {
+	decision := map[string]string{
+		domain.ProposalPending:  "human_approval_required",
+		domain.ProposalApproved: "allowed",
+		domain.ProposalExecuted: "allowed",
+		domain.ProposalDenied:   "blocked",
+		domain.ProposalExpired:  "expired",
+	}[p.Status]
+	if p.Status == domain.ProposalPending && p.Requirement == string(ApprovalHumanOrPolicy) {
+		decision = "human_approval_required" // a policy, if one applies, decides at execution time
+	}
+	v := ProposalView{
+		ProposalID: p.ID, ProposalHash: p.Hash, Status: p.Status, Tool: p.Tool, Action: p.Action,
+		TargetIDs: p.TargetIDs, ExpectedVersions: p.ExpectedVersions, Changes: p.Changes, Impact: p.Impact,
+		Validation: p.Validation, Approval: ProposalApproval{Requirement: p.Requirement, Decision: decision},
+		Notification: p.Notification, RequestedBy: p.RequestedBy.ActorID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+	}
+	if v.TargetIDs == nil {
+		v.TargetIDs = []string{}
+	}
+	if v.ExpectedVersions == nil {
+		v.ExpectedVersions = []TargetVersion{}
+	}
+	if v.Changes == nil {
+		v.Changes = []FieldChange{}
+	}
+	return v
+}
+
+func one(id string, version int) ([]string, []domain.TargetVersion) {
+	return []string{id}, []domain.TargetVersion{{ID: id, Version: version}}
+}
+
+func many(ids []string, versions []ItemVersion) ([]string, []domain.TargetVersion) {
+	evs := make([]domain.TargetVersion, 0, len(versions))
+	for _, v := range versions {
+		evs = append(evs, domain.TargetVersion{ID: v.ID, Version: v.Version})
+	}
+	return ids, evs
+}
+
+func executor(name string) domain.ExecutingTool { return domain.ExecutingTool{Name: name} }
+
+func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, error) {
+	t, v := one(in.CandidateID, in.ExpectedVersion)
+	f := map[string]any{}
+	for k, val := range map[string]string{"title": in.Title, "description": in.Description, "category": in.Category, "room": in.Room} {
+		if val != "" {
+			f[k] = domain.CleanText(val)
+		}
+	}
+	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, Tool: executor("trove_execute_candidate_promotion"), TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+}
+
+func draftItemPublication(in ProposeItemPublicationInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionPublishItem, Tool: executor("trove_publish_item"), TargetIDs: t, ExpectedVersions: v}, nil
+}
+
+func draftSalePublication(in ProposeSalePublicationInput) (domain.ProposalDraft, error) {
+	t, v := one(in.SaleID, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionPublishSale, Tool: executor("trove_publish_sale"), TargetIDs: t, ExpectedVersions: v}, nil
+}
+
+func draftBulkUpdate(in ProposeBulkItemUpdateInput) (domain.ProposalDraft, error) {
+	t, v := many(in.ItemIDs, in.ExpectedVersions)
+	ch := map[string]any{}
+	c := in.Changes
+	if c.Room != nil {
+		ch["room"] = *c.Room
+	}
+	if c.Category != nil {
+		ch["category"] = *c.Category
+	}
+	if c.Title != nil {
+		ch["title"] = domain.CleanLine(*c.Title)
+	}
+	if c.Description != nil {
+		ch["description"] = domain.CleanText(*c.Description)
+	}
+	if c.PriceCents != nil {
+		ch["price_cents"] = float64(*c.PriceCents)
+	}
+	return domain.ProposalDraft{Action: domain.ActionBulkItemUpdate, Tool: executor("trove_apply_bulk_item_update"), TargetIDs: t, ExpectedVersions: v,
+		Fields: map[string]any{"changes": ch}}, nil
+}
+
+func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	eff, err := time.Parse(time.RFC3339Nano, in.EffectiveAt)
+	if err != nil {
+		return domain.ProposalDraft{}, domain.Invalid("effective_at", "not an RFC 3339 time")
+	}
+	action, tool := domain.ActionStatusTransition, "trove_update_item_status"
+	if in.ToStatus == domain.ItemArchived {
+		action, tool = domain.ActionArchiveItem, "trove_archive_item"
+	}
+	return domain.ProposalDraft{Action: action, Tool: executor(tool), TargetIDs: t, ExpectedVersions: v, StatusCandidateID: in.StatusCandidateID,
+		Fields: map[string]any{"to_status": in.ToStatus, "effective_at": eff.UTC().Format(time.RFC3339)}}, nil
+}
+
+func draftBuyerNotification(in ProposeBuyerNotificationInput) (domain.ProposalDraft, error) {
+	if (in.ItemID == "") == (in.SaleID == "") {
+		return domain.ProposalDraft{}, domain.Invalid("item_id", "give exactly one of item_id or sale_id")
+	}
+	id := in.ItemID
+	if id == "" {
+		id = in.SaleID
+	}
+	t, v := one(id, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionBuyerNotify, Tool: executor("trove_notify_matched_buyers"), TargetIDs: t, ExpectedVersions: v,
+		Fields: map[string]any{"audience": in.Audience, "channels": in.Channels, "message_template": domain.CleanText(in.MessageTemplate)}}, nil
+}
+
+func draftIdentityBinding(in ProposeIdentityBindingInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	action, tool := domain.ActionBindIdentity, "trove_bind_item_identity"
+	if in.Action == "release" {
+		action, tool = domain.ActionReleaseIdentity, "trove_release_item_identity"
+	}
+	return domain.ProposalDraft{Action: action, Tool: executor(tool), TargetIDs: t, ExpectedVersions: v, Fields: map[string]any{"qr_code": in.QRCode}}, nil
+}
+
+func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, error) {
+	t, v := many(in.ItemIDs, in.ExpectedVersions)
+	f := map[string]any{"action": in.Action}
+	if in.Counterparty != "" {
+		f["counterparty"] = domain.CleanLine(in.Counterparty)
+	}
+	if in.OfferCents != nil {
+		f["offer_cents"] = float64(*in.OfferCents)
+	}
+	return domain.ProposalDraft{Action: domain.ActionDisposition, Tool: executor("trove_apply_disposition_action"), TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+}

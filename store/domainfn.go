@@ -1,0 +1,279 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// The local simulation of the P5/P6 domain functions (§16). Each runs inside
+// the execution transaction, enforces its own rules (a stale or invalid
+// change is refused here too, whoever calls), increments the version of
+// every row it changes and leaves history behind. None deletes anything.
+
+// promoteInventoryCandidate creates the canonical item from a candidate,
+// with provenance back to candidate, source record and import run.
+func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop domain.Proposal, now time.Time) (string, error) {
+	cid := prop.TargetIDs[0]
+	var review, kind string
+	var record, run sql.NullString
+	if err := tx.QueryRowContext(ctx, "SELECT review_status, kind, source_record_id, import_run_id FROM inventory_candidates WHERE tenant_id = ? AND id = ?",
+		prop.TenantID, cid).Scan(&review, &kind, &record, &run); err != nil {
+		return "", s.dbErr("promote: candidate", err)
+	}
+	if kind != domain.CandidateNewItem || (review != domain.ReviewNeedsReview && review != domain.ReviewApproved) {
+		return "", fmt.Errorf("candidate %s is %s: %w", cid, review, domain.ErrTransitionInvalid)
+	}
+	f := map[string]string{}
+	for _, c := range prop.Changes {
+		if v, ok := c.To.(string); ok && c.TargetID == cid {
+			f[c.Field] = v
+		}
+	}
+	id := s.ids.New(domain.PrefixItem)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO items (id, tenant_id, sale_id, title, description, category, room, status, version, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', 1, ?, ?)`,
+		id, prop.TenantID, f["create_item.sale_id"], f["create_item.title"], f["create_item.description"], f["create_item.category"],
+		f["create_item.room"], ts(now), ts(now)); err != nil {
+		return "", s.dbErr("promote: item", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO item_provenance (item_id, tenant_id, candidate_id, source_record_id, import_run_id, proposal_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, prop.TenantID, cid, record, run, prop.ID, ts(now)); err != nil {
+		return "", s.dbErr("promote: provenance", err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE inventory_candidates SET review_status = 'promoted', version = version + 1 WHERE id = ?", cid); err != nil {
+		return "", s.dbErr("promote: candidate status", err)
+	}
+	return id, nil
+}
+
+// appendInventoryStatusEvent moves an item along the lifecycle, refusing
+// invalid transitions, and appends the history row. It never records a
+// payment or a price.
+func (s *Store) appendInventoryStatusEvent(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, to, effectiveAt, source string, now time.Time) (int, error) {
+	if !domain.CanTransition(it.Status, to) {
+		return 0, fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, domain.ErrTransitionInvalid)
+	}
+	if effectiveAt == "" {
+		effectiveAt = ts(now)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET status = ?, version = version + 1, updated_at = ? WHERE id = ?", to, ts(now), it.ID); err != nil {
+		return 0, s.dbErr("status: item", err)
+	}
+	eff, err := time.Parse(time.RFC3339Nano, effectiveAt)
+	if err != nil {
+		eff = now
+	}
+	// The lifecycle history trove_list_status_events reads: an executed
+	// proposal is its source; an imported report is named by its proposal.
+	sourceType := "proposal"
+	if strings.HasPrefix(source, "imported:") {
+		sourceType = "status_import"
+	}
+	if err := insertStatusEvent(ctx, tx, domain.StatusEvent{
+		ID: s.ids.New("status"), TenantID: prop.TenantID, ItemID: it.ID, SaleID: it.SaleID, FromStatus: it.Status, ToStatus: to,
+		EffectiveAt: eff, SourceType: sourceType, ActorID: prop.RequestedBy.ActorID, ProposalID: prop.ID, RecordedAt: now,
+	}); err != nil {
+		return 0, s.dbErr("status: history", err)
+	}
+	return it.Version + 1, nil
+}
+
+// publishSale makes a draft sale public under its address policy.
+func (s *Store) publishSale(ctx context.Context, tx *sql.Tx, prop domain.Proposal, now time.Time) (int, error) {
+	id := prop.TargetIDs[0]
+	var st string
+	var v int
+	if err := tx.QueryRowContext(ctx, "SELECT status, version FROM estate_sales WHERE id = ?", id).Scan(&st, &v); err != nil {
+		return 0, s.dbErr("publish sale", err)
+	}
+	if st != domain.SaleDraft {
+		return 0, fmt.Errorf("sale %s is %s: %w", id, st, domain.ErrTransitionInvalid)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE estate_sales SET status = 'published', visibility = 'public', version = version + 1, updated_at = ? WHERE id = ?", ts(now), id); err != nil {
+		return 0, s.dbErr("publish sale", err)
+	}
+	return v + 1, nil
+}
+
+// updateItemFields applies exact field changes (update_item_price for
+// price_cents), keeping field-level history.
+func (s *Store) updateItemFields(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	if it.Status == domain.ItemSold || it.Status == domain.ItemArchived || it.Status == domain.ItemPendingPickup {
+		return 0, fmt.Errorf("item %s is %s: %w", it.ID, it.Status, domain.ErrTransitionInvalid)
+	}
+	cols := map[string]string{"room": "room", "category": "category", "title": "title", "description": "description", "price_cents": "price_cents"}
+	for field, to := range changes {
+		col, ok := cols[field]
+		if !ok {
+			continue
+		}
+		val := to
+		if f, ok := to.(float64); ok {
+			val = int64(f)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE items SET "+col+" = ? WHERE id = ?", val, it.ID); err != nil {
+			return 0, s.dbErr("update "+field, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO item_change_history (tenant_id, item_id, field, from_value, to_value, proposal_id, changed_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, prop.TenantID, it.ID, field, fmt.Sprint(itemField(it, field)), fmt.Sprint(to), prop.ID, ts(now)); err != nil {
+			return 0, s.dbErr("change history", err)
+		}
+		if field == "price_cents" { // update_item_price: the pricer's history
+			if _, err := tx.ExecContext(ctx, `INSERT INTO item_price_history (id, tenant_id, item_id, price_cents, internal_price_guidance_cents,
+				reason, actor_id, proposal_id, changed_at) VALUES (?, ?, ?, ?, ?, 'approved proposal', ?, ?, ?)`,
+				s.ids.New("price"), prop.TenantID, it.ID, val, it.InternalPriceGuidanceCents, prop.RequestedBy.ActorID, prop.ID, ts(now)); err != nil {
+				return 0, s.dbErr("price history", err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET version = version + 1, updated_at = ? WHERE id = ?", ts(now), it.ID); err != nil {
+		return 0, s.dbErr("update item", err)
+	}
+	return it.Version + 1, nil
+}
+
+// setItemIdentity binds or releases a QR tag (bind_item_identity /
+// release_item_identity).
+func (s *Store) setItemIdentity(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	to, _ := changes["qr_code"].(string)
+	if to != "" {
+		if err := s.checkTagFree(ctx, tx, prop.TenantID, to, it.ID); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET qr_code = ?, version = version + 1, updated_at = ? WHERE id = ?", to, ts(now), it.ID); err != nil {
+		return 0, s.dbErr("set identity", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO item_change_history (tenant_id, item_id, field, from_value, to_value, proposal_id, changed_at)
+		VALUES (?, ?, 'qr_code', ?, ?, ?, ?)`, prop.TenantID, it.ID, it.QRCode, to, prop.ID, ts(now)); err != nil {
+		return 0, s.dbErr("change history", err)
+	}
+	return it.Version + 1, nil
+}
+
+// applyDispositionAction records what happens to an unsold item and moves
+// it out of inventory (archived; withdrawn when consigned).
+func (s *Store) applyDispositionAction(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	action, _ := changes["disposition"].(string)
+	to, _ := changes["status"].(string)
+	cp := ""
+	var offer any
+	for _, c := range prop.Changes {
+		if c.Field == "counterparty" {
+			cp, _ = c.To.(string)
+		}
+		if c.Field == "offer_cents" {
+			if f, ok := c.To.(float64); ok {
+				offer = int64(f)
+			}
+		}
+	}
+	v, err := s.appendInventoryStatusEvent(ctx, tx, prop, it, to, ts(now), "disposition:"+action, now)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO item_dispositions (item_id, tenant_id, action, counterparty, offer_cents, proposal_id, applied_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, it.ID, prop.TenantID, action, cp, offer, prop.ID, ts(now)); err != nil {
+		return 0, s.dbErr("disposition", err)
+	}
+	return v, nil
+}
+
+// ApproveStatusImport is the human review of an imported status report (a
+// status_update candidate): approved, it may back a status transition
+// proposal. Only a member who may update item status can approve it.
+func (s *Store) ApproveStatusImport(ctx context.Context, tenantID, candidateID, actorID string) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		role, err := s.roleIn(ctx, tx, tenantID, actorID)
+		if err != nil {
+			return err
+		}
+		if !(domain.Principal{Role: role}).Has(domain.PermItemUpdateStatus) {
+			return fmt.Errorf("%s may not approve status imports: %w", actorID, domain.ErrPermissionDenied)
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE inventory_candidates SET review_status = 'approved', version = version + 1
+			WHERE tenant_id = ? AND id = ? AND kind = 'status_update' AND review_status = 'needs_review'`, tenantID, candidateID)
+		if err != nil {
+			return s.dbErr("approve status import", err)
+		}
+		if n, _ := r.RowsAffected(); n != 1 {
+			return fmt.Errorf("no status_update candidate %s awaiting review: %w", candidateID, domain.ErrTransitionInvalid)
+		}
+		return nil
+	})
+}
+
+// RecordCheckoutScan records that checkout scanned an item's tag on a sale
+// day. It is an item-status operation, never payment processing.
+func (s *Store) RecordCheckoutScan(ctx context.Context, p domain.Principal, qrCode string) (string, error) {
+	if !p.Has(domain.PermCheckoutScan) {
+		return "", fmt.Errorf("%s may not scan: %w", p.ActorID, domain.ErrPermissionDenied)
+	}
+	var itemID string
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, "SELECT id FROM items WHERE tenant_id = ? AND qr_code = ? AND qr_code <> ''", p.TenantID, qrCode).Scan(&itemID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return domain.UnknownRef("qr_code", qrCode, false)
+		}
+		if err != nil {
+			return s.dbErr("scan", err)
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO checkout_scans (id, tenant_id, item_id, qr_code, scanned_by, scanned_at) VALUES (?, ?, ?, ?, ?, ?)",
+			s.ids.New("scan"), p.TenantID, itemID, qrCode, p.ActorID, ts(s.clock.Now()))
+		if err != nil {
+			return s.dbErr("scan", err)
+		}
+		return nil
+	})
+	return itemID, err
+}
+
+// CreatePublicAppraisalLink creates a shareable appraisal page for a
+// published item. The link stores no address: a public read of it follows
+// the sale's address policy at the time of that read.
+func (s *Store) CreatePublicAppraisalLink(ctx context.Context, p domain.Principal, itemID string) (string, error) {
+	id := s.ids.New("appraisal")
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		it, err := s.loadItem(ctx, tx, p.TenantID, itemID)
+		if err != nil {
+			return err
+		}
+		if it.Status != domain.ItemPublished {
+			return fmt.Errorf("item %s is %s: only published items get a public link: %w", itemID, it.Status, domain.ErrTransitionInvalid)
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO public_appraisal_links (id, tenant_id, item_id, sale_id, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+			id, p.TenantID, itemID, it.SaleID, p.ActorID, ts(s.clock.Now()))
+		if err != nil {
+			return s.dbErr("appraisal link", err)
+		}
+		return nil
+	})
+	return id, err
+}
+
+// checkTagFree: a tag must be one of the tenant's printed labels and bound
+// to no other item (tags are unique across tenants: one scan, one item).
+func (s *Store) checkTagFree(ctx context.Context, tx *sql.Tx, tenantID, code, itemID string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM qr_labels WHERE tenant_id = ? AND code = ?", tenantID, code).Scan(&n); err != nil {
+		return s.dbErr("qr label", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
+	}
+	var other string
+	err := tx.QueryRowContext(ctx, "SELECT id FROM items WHERE qr_code = ? AND id <> ?", code, itemID).Scan(&other)
+	if err == nil {
+		return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return s.dbErr("qr lookup", err)
+	}
+	return nil
+}

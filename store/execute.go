@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// domainFunctions maps a proposal action to the P5/P6 domain function that
+// executes it (§16).
+var domainFunctions = map[string]string{
+	domain.ActionPromoteCandidate: "promote_inventory_candidate",
+	domain.ActionPublishItem:      "publish_item",
+	domain.ActionPublishSale:      "publish_sale",
+	domain.ActionStatusTransition: "append_inventory_status_event",
+	domain.ActionArchiveItem:      "append_inventory_status_event",
+	domain.ActionBulkItemUpdate:   "update_item_fields",
+	domain.ActionBindIdentity:     "bind_item_identity",
+	domain.ActionReleaseIdentity:  "release_item_identity",
+	domain.ActionDisposition:      "apply_disposition_action",
+	domain.ActionBuyerNotify:      "notify_matched_buyers",
+}
+
+// ExecuteProposal runs an approved proposal's ONE domain function. In one
+// IMMEDIATE transaction (with the idempotency row and the event) it:
+// re-reads the proposal and checks it still has the hash the approval step
+// verified; re-checks and consumes the authority (a single-use grant, or a
+// policy use within its daily limit at the same policy version); checks
+// every target is still at its expected version; applies the domain rules
+// and the change; marks the proposal executed. Two processes executing one
+// grant serialise on the write lock: exactly one consumes it.
+func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domain.WriteMeta, proposalID string, auth domain.Authorization) (domain.ExecutionResult, domain.WriteOutcome, error) {
+	var policyGrantID string
+	if auth.PolicyID != "" {
+		policyGrantID = s.ids.New(domain.PrefixApproval)
+		w.Event.Approval.ApprovalID = &policyGrantID
+	}
+	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ExecutionResult, domain.Related, error) {
+		var res domain.ExecutionResult
+		prop, err := s.getProposal(ctx, tx, p.TenantID, proposalID)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		switch {
+		case prop.Hash != auth.ProposalHash || auth.ProposalHash == "":
+			return res, domain.Related{}, fmt.Errorf("proposal %s: %w", prop.ID, domain.ErrProposalChanged)
+		case prop.Status == domain.ProposalExecuted:
+			return res, domain.Related{}, fmt.Errorf("proposal %s was already executed: %w", prop.ID, domain.ErrApprovalConsumed)
+		case prop.Status == domain.ProposalDenied:
+			return res, domain.Related{}, fmt.Errorf("proposal %s was rejected: %w", prop.ID, domain.ErrApprovalInvalid)
+		case !now.Before(prop.ExpiresAt):
+			return res, domain.Related{}, fmt.Errorf("proposal %s expired: %w", prop.ID, domain.ErrApprovalExpired)
+		case prop.Tool.Name != w.Idem.Tool:
+			return res, domain.Related{}, fmt.Errorf("proposal %s is for %s: %w", prop.ID, prop.Tool.Name, domain.ErrApprovalInvalid)
+		}
+		grantID, err := s.consumeAuthority(ctx, tx, prop, auth, policyGrantID, now)
+		if err != nil {
+			return res, domain.Related{}, err
+		}
+		// The frozen target set at its expected versions: nothing else runs.
+		want, got := map[string]int{}, map[string]int{}
+		var stale []string
+		for _, ev := range prop.ExpectedVersions {
+			v, err := s.versionOf(ctx, tx, p.TenantID, ev.ID)
+			if err != nil {
+				return res, domain.Related{}, err
+			}
+			want[ev.ID], got[ev.ID] = ev.Version, v
+			if v != ev.Version {
+				stale = append(stale, ev.ID)
+			}
+		}
+		if len(stale) > 0 {
+			return res, domain.Related{}, staleError(stale, want, got)
+		}
+		res = domain.ExecutionResult{
+			ProposalID: prop.ID, Executed: true, Simulated: s.mode == domain.ModeMock,
+			DomainFunction: domainFunctions[prop.Action], Results: []domain.TargetOutcome{},
+			Approval: domain.ExecutionApproval{Decision: auth.Decision, ApprovalID: &grantID},
+		}
+		if auth.PolicyID != "" {
+			pid := auth.PolicyID
+			res.Approval.PolicyID = &pid
+		}
+		rel := domain.Related{ProposalIDs: []string{prop.ID}}
+		if err := s.runDomainFunction(ctx, tx, p, prop, now, &res, &rel); err != nil {
+			return domain.ExecutionResult{}, domain.Related{}, err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET status = ?, executed_at = ? WHERE id = ?", domain.ProposalExecuted, ts(now), prop.ID); err != nil {
+			return res, domain.Related{}, s.dbErr("mark executed", err)
+		}
+		return res, rel, nil
+	})
+}
+
+// consumeAuthority re-checks and uses up the authority of an execution
+// under the write lock, returning the grant id it used.
+func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Proposal, auth domain.Authorization, policyGrantID string, now time.Time) (string, error) {
+	switch {
+	case auth.GrantID != "":
+		g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantCols+" FROM approval_grants WHERE id = ?", auth.GrantID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("grant %s: %w", auth.GrantID, domain.ErrApprovalInvalid)
+		}
+		if err != nil {
+			return "", s.dbErr("load grant", err)
+		}
+		switch {
+		case g.TenantID != prop.TenantID || g.ProposalID != prop.ID || g.Tool != prop.Tool.Name:
+			return "", fmt.Errorf("grant %s is for another proposal: %w", g.ID, domain.ErrApprovalInvalid)
+		case g.ProposalHash != prop.Hash:
+			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrProposalChanged)
+		case g.Status == domain.GrantRevoked:
+			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalRevoked)
+		case g.Status == domain.GrantConsumed:
+			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalConsumed)
+		case !now.Before(g.ExpiresAt):
+			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalExpired)
+		}
+		if g.SingleUse {
+			r, err := tx.ExecContext(ctx, "UPDATE approval_grants SET status = 'consumed', consumed_at = ? WHERE id = ? AND status = 'active'", ts(now), g.ID)
+			if err != nil {
+				return "", s.dbErr("consume grant", err)
+			}
+			if n, _ := r.RowsAffected(); n != 1 {
+				return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalConsumed)
+			}
+		}
+		return g.ID, nil
+	case auth.PolicyID != "":
+		pol, err := scanPolicy(tx.QueryRowContext(ctx, "SELECT "+policyCols+" FROM automation_policies WHERE id = ?", auth.PolicyID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("policy %s: %w", auth.PolicyID, domain.ErrApprovalInvalid)
+		}
+		if err != nil {
+			return "", s.dbErr("load policy", err)
+		}
+		switch {
+		case pol.TenantID != prop.TenantID || !slices.Contains(pol.AllowedTools, prop.Tool.Name):
+			return "", fmt.Errorf("policy %s does not cover this proposal: %w", pol.ID, domain.ErrApprovalInvalid)
+		case pol.Status == domain.PolicyRevoked:
+			return "", fmt.Errorf("policy %s was revoked: %w", pol.ID, domain.ErrApprovalRevoked)
+		case pol.Status != domain.PolicyActive || pol.Version != auth.PolicyVersion:
+			return "", fmt.Errorf("policy %s changed (now v%d, %s): %w", pol.ID, pol.Version, pol.Status, domain.ErrApprovalRevoked)
+		}
+		u, err := s.policyUsage(ctx, tx, pol.ID, now)
+		if err != nil {
+			return "", err
+		}
+		if u.ActionsToday+1 > pol.Limits.MaxDailyActions || u.CostToday+prop.Impact.EstimatedCostUSD > pol.Limits.MaxCostUSDPerDay {
+			return "", fmt.Errorf("policy %s reached its daily limit: %w", pol.ID, domain.ErrApprovalRequired)
+		}
+		// A policy authorisation is a distinguishable grant record, consumed at once.
+		g := domain.Grant{
+			ID: policyGrantID, TenantID: prop.TenantID, ProposalID: prop.ID, ProposalHash: prop.Hash,
+			IssuedBy: domain.GrantIssuer{Type: domain.IssuerPolicy, PolicyID: pol.ID, PolicyVersion: pol.Version},
+			Tool:     prop.Tool.Name, TargetIDs: prop.TargetIDs, Status: domain.GrantConsumed, SingleUse: true,
+			Constraints: domain.GrantConstraints{MaxItems: pol.Conditions.MaxItemsPerRun},
+			IssuedAt:    now, ExpiresAt: now, ConsumedAt: &now,
+		}
+		if err := s.insertGrant(ctx, tx, g); err != nil {
+			return "", err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO policy_uses (tenant_id, policy_id, policy_version, proposal_id, grant_id, cost_usd, used_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, prop.TenantID, pol.ID, pol.Version, prop.ID, g.ID, prop.Impact.EstimatedCostUSD, ts(now)); err != nil {
+			return "", s.dbErr("policy use", err)
+		}
+		return g.ID, nil
+	}
+	return "", fmt.Errorf("no grant or policy: %w", domain.ErrApprovalRequired)
+}
+
+// runDomainFunction dispatches to the proposal's domain function.
+func (s *Store) runDomainFunction(ctx context.Context, tx *sql.Tx, p domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error {
+	switch prop.Action {
+	case domain.ActionPromoteCandidate:
+		itemID, err := s.promoteInventoryCandidate(ctx, tx, prop, now)
+		if err != nil {
+			return err
+		}
+		res.CreatedItemIDs = []string{itemID}
+		one := 1
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: outcome(s.mode), NewVersion: nil},
+			domain.TargetOutcome{TargetID: itemID, Outcome: outcome(s.mode), NewVersion: &one})
+		rel.CandidateIDs = append(rel.CandidateIDs, prop.TargetIDs[0])
+		rel.ItemIDs = append(rel.ItemIDs, itemID)
+		return nil
+	case domain.ActionPublishSale:
+		v, err := s.publishSale(ctx, tx, prop, now)
+		if err != nil {
+			return err
+		}
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: outcome(s.mode), NewVersion: &v})
+		return nil
+	case domain.ActionBuyerNotify:
+		if err := s.recordSimulated(ctx, tx, prop, "buyer_notification", now); err != nil {
+			return err
+		}
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
+		return nil
+	}
+	// Item functions: apply each target's changes.
+	for _, id := range prop.TargetIDs {
+		it, err := s.loadItem(ctx, tx, p.TenantID, id)
+		if err != nil {
+			return err
+		}
+		changes := map[string]any{}
+		for _, c := range prop.Changes {
+			if c.TargetID == id {
+				changes[c.Field] = c.To
+			}
+		}
+		var v int
+		switch prop.Action {
+		case domain.ActionPublishItem:
+			if missing := readinessProblems(it); len(missing) > 0 || it.Status != domain.ItemReady {
+				return fmt.Errorf("item %s is no longer ready to publish: %w", id, domain.ErrTransitionInvalid)
+			}
+			v, err = s.appendInventoryStatusEvent(ctx, tx, prop, it, domain.ItemPublished, ts(now), "seller_approved", now)
+		case domain.ActionStatusTransition, domain.ActionArchiveItem:
+			to, _ := changes["status"].(string)
+			eff, _ := changes["effective_at"].(string)
+			source := "seller_confirmed"
+			if src, ok := changes["source"].(string); ok {
+				source = src
+			}
+			v, err = s.appendInventoryStatusEvent(ctx, tx, prop, it, to, eff, source, now)
+		case domain.ActionBulkItemUpdate:
+			v, err = s.updateItemFields(ctx, tx, prop, it, changes, now)
+		case domain.ActionBindIdentity, domain.ActionReleaseIdentity:
+			v, err = s.setItemIdentity(ctx, tx, prop, it, changes, now)
+		case domain.ActionDisposition:
+			v, err = s.applyDispositionAction(ctx, tx, prop, it, changes, now)
+		default:
+			return fmt.Errorf("store: no domain function for %s: %w", prop.Action, domain.ErrInvalidInput)
+		}
+		if err != nil {
+			return err
+		}
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: id, Outcome: outcome(s.mode), NewVersion: &v})
+		rel.ItemIDs = append(rel.ItemIDs, id)
+	}
+	return nil
+}
+
+func outcome(m domain.Mode) string {
+	if m == domain.ModeMock {
+		return "simulated"
+	}
+	return "applied"
+}
+
+func (s *Store) recordSimulated(ctx context.Context, tx *sql.Tx, prop domain.Proposal, kind string, now time.Time) error {
+	summary, _ := json.Marshal(struct {
+		Plan   *domain.NotificationPlan `json:"plan"`
+		Impact domain.ProposalImpact    `json:"impact"`
+	}{prop.Notification, prop.Impact})
+	_, err := tx.ExecContext(ctx, "INSERT INTO simulated_deliveries (id, tenant_id, kind, proposal_id, summary, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+		s.ids.New("delivery"), prop.TenantID, kind, prop.ID, string(summary), ts(now))
+	if err != nil {
+		return s.dbErr("simulated delivery", err)
+	}
+	return nil
+}

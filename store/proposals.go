@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+var _ domain.ApprovalAdmin = (*Store)(nil)
+
+// DefaultProposalTTL is how long a proposal can be approved and executed.
+const DefaultProposalTTL = time.Hour
+
+// CreateProposal validates a draft against current state, builds the
+// immutable proposal (targets, expected versions, exact changes, impact,
+// validation, approval requirement, expiry), seals it with seal and stores
+// it as a persisted write (idempotency row and event in the same
+// transaction). A draft whose targets moved since they were read is refused
+// with ErrStaleVersion; one the domain would refuse is ErrTransitionInvalid.
+func (s *Store) CreateProposal(ctx context.Context, p domain.Principal, w domain.WriteMeta, d domain.ProposalDraft, seal domain.ProposalSealer) (domain.Proposal, domain.WriteOutcome, error) {
+	if seal == nil {
+		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("store: proposal without a sealer: %w", domain.ErrInvalidInput)
+	}
+	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.Proposal, domain.Related, error) {
+		prop, err := s.buildProposal(ctx, tx, p, d, now)
+		if err != nil {
+			return domain.Proposal{}, domain.Related{}, err
+		}
+		prop.ID = s.ids.New(domain.PrefixProposal)
+		if prop.Hash, err = seal(prop); err != nil {
+			return domain.Proposal{}, domain.Related{}, fmt.Errorf("store: seal proposal: %w", domain.ErrInvalidInput)
+		}
+		body, err := json.Marshal(proposalBody(prop))
+		if err != nil {
+			return domain.Proposal{}, domain.Related{}, s.dbErr("encode proposal", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO proposals (id, tenant_id, tool_name, action, requested_by_client,
+			requested_by_actor, correlation_id, body, proposal_hash, created_at, expires_at, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			prop.ID, prop.TenantID, prop.Tool.Name, prop.Action, prop.RequestedBy.ClientID, prop.RequestedBy.ActorID,
+			w.Event.CorrelationID, string(body), prop.Hash, ts(prop.CreatedAt), ts(prop.ExpiresAt), domain.ProposalPending); err != nil {
+			return domain.Proposal{}, domain.Related{}, s.dbErr("insert proposal", err)
+		}
+		prop.Status, prop.CorrelationID = domain.ProposalPending, w.Event.CorrelationID
+		rel := domain.Related{ProposalIDs: []string{prop.ID}}
+		addTargets(&rel, prop)
+		return prop, rel, nil
+	})
+}
+
+func addTargets(rel *domain.Related, prop domain.Proposal) {
+	switch prop.TargetKind {
+	case "candidate":
+		rel.CandidateIDs = append(rel.CandidateIDs, prop.TargetIDs...)
+	case "item":
+		rel.ItemIDs = append(rel.ItemIDs, prop.TargetIDs...)
+	}
+}
+
+// proposalBody is the stored content: the proposal without id, hash and
+// status, which live in their own columns.
+func proposalBody(p domain.Proposal) domain.Proposal {
+	p.ID, p.Hash, p.Status, p.CorrelationID = "", "", "", ""
+	return p
+}
+
+const proposalCols = `id, body, proposal_hash, status, correlation_id`
+
+func scanProposal(row interface{ Scan(...any) error }) (domain.Proposal, string, error) {
+	var (
+		p                          domain.Proposal
+		id, body, hash, st, corrID string
+	)
+	if err := row.Scan(&id, &body, &hash, &st, &corrID); err != nil {
+		return p, "", err
+	}
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		return p, "", err
+	}
+	p.ID, p.Hash, p.Status, p.CorrelationID = id, hash, st, corrID
+	return p, corrID, nil
+}
+
+// GetProposal reads a proposal of the principal's tenant as stored. A
+// proposal of another tenant is unknown (RefError, audit-marked).
+func (s *Store) GetProposal(ctx context.Context, p domain.Principal, id string) (domain.Proposal, error) {
+	if err := requireTenant(p); err != nil {
+		return domain.Proposal{}, err
+	}
+	return s.getProposal(ctx, s.r, p.TenantID, id)
+}
+
+// GetProposalAdmin reads a proposal of a tenant for a human surface.
+func (s *Store) GetProposalAdmin(ctx context.Context, tenantID, id string) (domain.Proposal, error) {
+	return s.getProposal(ctx, s.r, tenantID, id)
+}
+
+func (s *Store) getProposal(ctx context.Context, q queryRower, tenantID, id string) (domain.Proposal, error) {
+	prop, _, err := scanProposal(q.QueryRowContext(ctx, "SELECT "+proposalCols+" FROM proposals WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Proposal{}, domain.UnknownRef("proposal_id", id, false)
+	}
+	if err != nil {
+		return domain.Proposal{}, s.dbErr("get proposal", err)
+	}
+	if prop.TenantID != tenantID {
+		return domain.Proposal{}, domain.UnknownRef("proposal_id", id, true)
+	}
+	s.expireIfDue(&prop)
+	return prop, nil
+}
+
+// expireIfDue reports a pending proposal past its expiry as expired (the
+// stored status catches up lazily; expiry is a fact of the clock).
+func (s *Store) expireIfDue(p *domain.Proposal) {
+	if (p.Status == domain.ProposalPending || p.Status == domain.ProposalApproved) && !s.clock.Now().Before(p.ExpiresAt) {
+		p.Status = domain.ProposalExpired
+	}
+}
+
+// ProposalCorrelation returns the correlation id the proposal was created
+// under, so approval and execution events join its trace.
+func (s *Store) ProposalCorrelation(ctx context.Context, id string) (string, error) {
+	var c string
+	err := s.r.QueryRowContext(ctx, "SELECT correlation_id FROM proposals WHERE id = ?", id).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", domain.UnknownRef("proposal_id", id, false)
+	}
+	if err != nil {
+		return "", s.dbErr("proposal correlation", err)
+	}
+	return c, nil
+}
+
+// ListProposals lists a tenant's proposals, newest first, optionally by status.
+func (s *Store) ListProposals(ctx context.Context, tenantID, status string) ([]domain.Proposal, error) {
+	q := "SELECT " + proposalCols + " FROM proposals WHERE tenant_id = ?"
+	args := []any{tenantID}
+	if status != "" && status != domain.ProposalExpired {
+		q += " AND status = ?"
+		args = append(args, status)
+	}
+	out := []domain.Proposal{}
+	err := s.withRead(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q+" ORDER BY created_at DESC, id DESC LIMIT 500", args...)
+		if err != nil {
+			return s.dbErr("list proposals", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, _, err := scanProposal(rows)
+			if err != nil {
+				return s.dbErr("list proposals: scan", err)
+			}
+			s.expireIfDue(&p)
+			if status != "" && p.Status != status {
+				continue
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ApprovalState returns the grants issued for a proposal of the principal's
+// tenant and the tenant's active policies naming tool, with today's usage.
+func (s *Store) ApprovalState(ctx context.Context, p domain.Principal, proposalID, tool string) ([]domain.Grant, []domain.Policy, map[string]domain.PolicyUsage, error) {
+	if err := requireTenant(p); err != nil {
+		return nil, nil, nil, err
+	}
+	var (
+		grants   []domain.Grant
+		policies []domain.Policy
+		usage    = map[string]domain.PolicyUsage{}
+	)
+	err := s.withRead(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, "SELECT "+grantCols+" FROM approval_grants WHERE tenant_id = ? AND proposal_id = ? ORDER BY issued_at, id", p.TenantID, proposalID)
+		if err != nil {
+			return s.dbErr("approval state: grants", err)
+		}
+		for rows.Next() {
+			g, err := scanGrant(rows)
+			if err != nil {
+				rows.Close()
+				return s.dbErr("approval state: grant", err)
+			}
+			grants = append(grants, g)
+		}
+		rows.Close()
+		pols, err := s.listPolicies(ctx, tx, p.TenantID)
+		if err != nil {
+			return err
+		}
+		for _, pol := range pols {
+			if pol.Status != domain.PolicyActive || !slices.Contains(pol.AllowedTools, tool) {
+				continue
+			}
+			u, err := s.policyUsage(ctx, tx, pol.ID, s.clock.Now())
+			if err != nil {
+				return err
+			}
+			policies = append(policies, pol)
+			usage[pol.ID] = u
+		}
+		return nil
+	})
+	return grants, policies, usage, err
+}
+
+func (s *Store) policyUsage(ctx context.Context, q queryRower, policyID string, now time.Time) (domain.PolicyUsage, error) {
+	var u domain.PolicyUsage
+	day := now.UTC().Truncate(24 * time.Hour)
+	err := q.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(cost_usd), 0) FROM policy_uses WHERE policy_id = ? AND used_at >= ?",
+		policyID, ts(day)).Scan(&u.ActionsToday, &u.CostToday)
+	if err != nil {
+		return u, s.dbErr("policy usage", err)
+	}
+	return u, nil
+}
+
+// MemberRole returns the role of a user in a tenant ("" if not a member).
+func (s *Store) MemberRole(ctx context.Context, tenantID, userID string) (string, error) {
+	var role string
+	err := s.r.QueryRowContext(ctx, "SELECT role FROM memberships WHERE tenant_id = ? AND user_id = ?", tenantID, userID).Scan(&role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", s.dbErr("member role", err)
+	}
+	return role, nil
+}
+
+// CurrentVersions returns the current version of each id (items, sales,
+// candidates) of a tenant; unknown ids are absent.
+func (s *Store) CurrentVersions(ctx context.Context, tenantID string, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	err := s.withRead(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			v, err := s.versionOf(ctx, tx, tenantID, id)
+			if err != nil && !errors.Is(err, domain.ErrNotFound) {
+				return err
+			}
+			if err == nil {
+				out[id] = v
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// versionOf reads the version of a target by its id prefix.
+func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string) (int, error) {
+	table := ""
+	switch {
+	case domain.ValidID(domain.PrefixItem, id):
+		table = "items"
+	case domain.ValidID(domain.PrefixSale, id):
+		table = "estate_sales"
+	case domain.ValidID(domain.PrefixCandidate, id):
+		table = "inventory_candidates"
+	default:
+		return 0, domain.UnknownRef("target", id, false)
+	}
+	var v int
+	err := q.QueryRowContext(ctx, "SELECT version FROM "+table+" WHERE tenant_id = ? AND id = ?", tenantID, id).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, domain.UnknownRef("target", id, false)
+	}
+	if err != nil {
+		return 0, s.dbErr("version of "+id, err)
+	}
+	return v, nil
+}
