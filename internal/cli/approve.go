@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/store"
+	"github.com/triunalabs/trovesnap/tui"
+)
+
+// ApproveOptions are the options of `trovesnap approve`.
+type ApproveOptions struct {
+	As     string // the seller: a user with a membership
+	Tenant string // needed only when the user belongs to several tenants
+	DB     string
+}
+
+// errNotInteractive refuses `trovesnap approve` without a terminal. There
+// is deliberately no --yes and no other way to approve from a script: an
+// agent that can run shell commands must not be able to approve its own
+// proposals.
+var errNotInteractive = errors.New("trovesnap approve needs an interactive terminal")
+
+// approveDeps are the two edges of the command a test replaces: whether
+// the streams are a terminal, and the terminal program itself.
+type approveDeps struct {
+	interactive func(IOStreams) bool
+	run         func(context.Context, tui.Options, io.Reader, io.Writer) error
+}
+
+func newApproveCmd(f *Factory, runF func(context.Context, *ApproveOptions) error) *cobra.Command {
+	o := &ApproveOptions{}
+	cmd := &cobra.Command{
+		Use:   "approve --as USER",
+		Short: "The seller's approval terminal: review, approve and deny proposals; revoke grants (interactive only)",
+		Long: `Opens the approval terminal for a seller. Only a member with approval.grant
+(owner, manager) may approve or deny; other members may browse. It needs an
+interactive terminal on stdin and stdout and refuses otherwise (exit 5):
+there is no --yes and no non-interactive approval.
+
+Keys: ↑/↓ or j/k move, enter opens, a approve, d deny, y confirms a pending
+approve/deny, esc back, tab switches tabs, q quits.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.DB = dbFlag(cmd)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return approveRun(cmd.Context(), f, o, approveDeps{interactive: isInteractive, run: tui.Run})
+		},
+	}
+	cmd.Flags().StringVar(&o.As, "as", "", "who you are: a user id with a membership (mock mode: "+fixtures.DemoUserID+")")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "the tenant, when the user is a member of several")
+	return cmd
+}
+
+func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDeps) error {
+	// First, before the database is even opened: no terminal, no approval.
+	if !d.interactive(f.IO) {
+		return fmt.Errorf("%w (stdin and stdout must both be a terminal): approvals come from a person at a keyboard, "+
+			"never from a pipe, a script or an agent's shell; there is no --yes", errNotInteractive)
+	}
+	if o.As == "" {
+		return usageError{fmt.Errorf("--as is required: the user you approve as (mock mode: --as %s)", fixtures.DemoUserID)}
+	}
+	cfg, err := f.Config(o.DB)
+	if err != nil {
+		return err
+	}
+	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tenant, err := sellerTenant(ctx, st, o.As, o.Tenant)
+	if err != nil {
+		return err
+	}
+	// A member without approval.grant starts anyway, read-only: they may
+	// follow the queue, and every approve or deny is refused with a
+	// message naming their role (the service and the store refuse again).
+	return d.run(ctx, tui.Options{
+		Backend:  approveBackend{st},
+		TenantID: tenant,
+		ActorID:  o.As,
+		Mode:     string(cfg.Mode),
+		Clock:    f.Clock,
+		IDs:      f.IDs,
+		RiskOf: func(tool string) string {
+			if t, ok := catalog.Lookup(tool); ok {
+				return string(t.Risk)
+			}
+			return ""
+		},
+		NoColor: f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
+	}, f.IO.In, f.IO.Out) // q returns nil; a signal returns context.Canceled (exit 130)
+}
+
+// sellerTenant finds the tenant in which user is a member. The store
+// answers membership per tenant; the tenants of a local store are those of
+// its seed, so those are the ones asked.
+func sellerTenant(ctx context.Context, st *store.Store, user, tenant string) (string, error) {
+	candidates := []string{tenant}
+	if tenant == "" {
+		candidates = candidates[:0]
+		for _, t := range fixtures.Dataset().Tenants {
+			candidates = append(candidates, t.ID)
+		}
+	}
+	var found []string
+	for _, t := range candidates {
+		role, err := st.MemberRole(ctx, t, user)
+		if err != nil {
+			return "", err
+		}
+		if role != "" {
+			found = append(found, t)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) > 1:
+		return "", usageError{fmt.Errorf("--as %s is a member of %v: choose one with --tenant", user, found)}
+	case tenant != "":
+		return "", usageError{fmt.Errorf("--as %s: not a member of %s", user, tenant)}
+	}
+	return "", usageError{fmt.Errorf("--as %s: no member of that id in this database (in mock mode the seller is %s, owner of %s)",
+		user, fixtures.DemoUserID, fixtures.DemoTenantID)}
+}
+
+// isInteractive reports whether stdin and stdout are both a terminal.
+func isInteractive(s IOStreams) bool {
+	in, okIn := s.In.(interface{ Fd() uintptr })
+	out, okOut := s.Out.(interface{ Fd() uintptr })
+	return okIn && okOut && term.IsTerminal(in.Fd()) && term.IsTerminal(out.Fd())
+}
+
+// approveBackend is the store as the terminal sees it; only the audit
+// trail needs adapting, because the store's event filter is its own type.
+type approveBackend struct{ *store.Store }
+
+var _ tui.Backend = approveBackend{}
+
+func (b approveBackend) AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error) {
+	if correlationID == "" {
+		return nil, nil // an empty filter field matches everything
+	}
+	return b.Events(ctx, store.EventFilter{TenantID: tenantID, CorrelationID: correlationID})
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/tui"
+)
+
+func approveFactory(t *testing.T, env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	base := map[string]string{"HOME": dir, "XDG_DATA_HOME": filepath.Join(dir, "data")}
+	for k, v := range env {
+		base[k] = v
+	}
+	return &Factory{
+		IO:     IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+		Getenv: func(k string) string { return base[k] },
+		Clock:  domain.NewFixedClock(fixtures.Epoch),
+		IDs:    domain.RandomIDs{},
+	}, &out, &errb
+}
+
+// argv → options: --as, --tenant and the root's --db.
+func TestApprove_ArgvToOptions(t *testing.T) {
+	f, _, _ := approveFactory(t, nil)
+	var got *ApproveOptions
+	root := &cobra.Command{Use: "trovesnap", SilenceUsage: true, SilenceErrors: true}
+	root.PersistentFlags().String("db", "", "")
+	root.AddCommand(newApproveCmd(f, func(_ context.Context, o *ApproveOptions) error { got = o; return nil }))
+	root.SetArgs([]string{"--db", "/tmp/x.db", "approve", "--as", "user_88", "--tenant", "tenant_123"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if *got != (ApproveOptions{As: "user_88", Tenant: "tenant_123", DB: "/tmp/x.db"}) {
+		t.Fatalf("%+v", *got)
+	}
+	// There is no --yes, nor any other way to approve without the terminal.
+	root.SetArgs([]string{"approve", "--as", "user_88", "--yes"})
+	if err := root.Execute(); err == nil {
+		t.Fatal("--yes accepted")
+	}
+}
+
+// Without a terminal the command refuses before opening the database,
+// writes nothing to stdout, and exits with its own code.
+func TestApprove_RefusesWithoutAnInteractiveTerminal(t *testing.T) {
+	f, out, errb := approveFactory(t, nil)
+	db := filepath.Join(t.TempDir(), "t.db")
+	code := Run(context.Background(), f, []string{"approve", "--as", fixtures.DemoUserID, "--db", db})
+	if code != ExitNotTTY || out.Len() != 0 || !strings.Contains(errb.String(), "needs an interactive terminal") ||
+		!strings.Contains(errb.String(), "there is no --yes") {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, out, errb)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the database was touched: %v", err)
+	}
+	// A pipe is not a terminal either.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if isInteractive(IOStreams{In: r, Out: w}) {
+		t.Fatal("a pipe counted as a terminal")
+	}
+}
+
+// With a terminal: who --as is decides the tenant and whether the
+// terminal may decide; an unknown user is a usage error.
+func TestApprove_AsResolvesTheSellerOrRefuses(t *testing.T) {
+	cases := []struct {
+		as, tenant string
+		wantTenant string
+		wantErr    string
+	}{
+		{as: fixtures.DemoUserID, wantTenant: fixtures.DemoTenantID},
+		{as: fixtures.CatalogerUserID, wantTenant: fixtures.DemoTenantID}, // browses, read-only
+		{as: fixtures.OtherOwnerUserID, wantTenant: fixtures.OtherTenantID},
+		{as: fixtures.DemoUserID, tenant: fixtures.DemoTenantID, wantTenant: fixtures.DemoTenantID},
+		{as: "user_999", wantErr: "--as user_999: no member of that id in this database (in mock mode the seller is user_88"},
+		{as: fixtures.DemoUserID, tenant: fixtures.OtherTenantID, wantErr: "--as user_88: not a member of tenant_456"},
+		{as: "", wantErr: "--as is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.as+"/"+c.tenant, func(t *testing.T) {
+			f, out, _ := approveFactory(t, map[string]string{"NO_COLOR": "1"})
+			var got *tui.Options
+			deps := approveDeps{
+				interactive: func(IOStreams) bool { return true },
+				run: func(_ context.Context, o tui.Options, _ io.Reader, _ io.Writer) error {
+					got = &o
+					return nil // the seller pressed q
+				},
+			}
+			err := approveRun(context.Background(), f, &ApproveOptions{As: c.as, Tenant: c.tenant, DB: filepath.Join(t.TempDir(), "t.db")}, deps)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || exitCodeFor(err) != ExitUsage || got != nil {
+					t.Fatalf("err %v (exit %d), started %v", err, exitCodeFor(err), got != nil)
+				}
+				return
+			}
+			if err != nil || got == nil {
+				t.Fatalf("err %v", err)
+			}
+			if got.TenantID != c.wantTenant || got.ActorID != c.as || got.Mode != "mock" || !got.NoColor ||
+				got.RiskOf("trove_publish_item") != "high_impact" || got.Backend == nil {
+				t.Fatalf("options %+v", got)
+			}
+			if out.Len() != 0 {
+				t.Fatalf("stdout %q", out)
+			}
+		})
+	}
+}
