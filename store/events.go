@@ -32,6 +32,12 @@ func (s *Store) commitWriteEvent(ctx context.Context, tx *sql.Tx, w domain.Write
 	ev := w.Event
 	ev.Outcome = domain.OutcomeSuccess
 	ev.Related = related.Normalized()
+	if ev.Approval.ProposalID == nil && ev.Tool.Tier == tierActionProposal && len(ev.Related.ProposalIDs) == 1 {
+		// A proposal's own creation event names it in approval.proposal_id
+		// (§35): it is the approval request that later events answer.
+		pid := ev.Related.ProposalIDs[0]
+		ev.Approval.ProposalID = &pid
+	}
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = now
 	}
@@ -74,14 +80,34 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e domain.Event) err
 	}
 	e.Related = e.Related.Normalized()
 	e.OccurredAt = e.OccurredAt.UTC()
+	if e.CausationID == nil {
+		if err := s.fillCausation(ctx, tx, &e); err != nil {
+			return err
+		}
+	}
 	body, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("store: event %s: encode: %w", e.ID, domain.ErrInvalidInput)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO plugin_events (id, tenant_id, correlation_id, request_id, server_request_id,
-		tool_name, outcome, occurred_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.TenantID, e.CorrelationID, e.RequestID, e.ServerRequestID, e.Tool.Name, e.Outcome,
-		ts(e.OccurredAt), string(body)); err != nil {
+	// The body is stored in its RFC 8785 form and hashed onto the head of
+	// the tenant's chain, all inside this write transaction (BEGIN
+	// IMMEDIATE serialises writers across processes, so the head read here
+	// is still the head at commit).
+	if body, err = domain.CanonicalJSON(body); err != nil {
+		return fmt.Errorf("store: event %s: canonicalise: %w", e.ID, domain.ErrInvalidInput)
+	}
+	prev, err := s.chainHead(ctx, tx, e.TenantID)
+	if err != nil {
+		return err
+	}
+	var causation string
+	if e.CausationID != nil {
+		causation = *e.CausationID
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO plugin_events (id, tenant_id, correlation_id, causation_id, request_id,
+		server_request_id, tool_name, outcome, occurred_at, body, prev_hash, event_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, e.TenantID, e.CorrelationID, causation, e.RequestID, e.ServerRequestID, e.Tool.Name, e.Outcome,
+		ts(e.OccurredAt), string(body), prev, domain.ChainHash(body, prev)); err != nil {
 		return s.dbErr("append event", err)
 	}
 	if e.Action == "mcp_tool_called" && e.Client.ID != "" && e.Outcome != domain.OutcomeBlocked {

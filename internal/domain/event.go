@@ -45,12 +45,20 @@ type ToolRef struct {
 	InputSchemaHash string `json:"input_schema_hash,omitempty"`
 	// Deprecated marks use of a deprecated tool or version (counted, §25).
 	Deprecated bool `json:"deprecated,omitempty"`
+	// Tier and Risk are the tool's authority class and risk (§10), so the
+	// audit can say whether a call was a read, a candidate write, a
+	// proposal or a canonical change without the catalog of the day.
+	Tier string `json:"tier,omitempty"`
+	Risk string `json:"risk,omitempty"`
 }
 
 // ActorRef names the actor of a call.
 type ActorRef struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
+	// Role is the actor's role in the tenant when the call ran (§45 "which
+	// permission allowed access" is answered by Role and Event.Permissions).
+	Role string `json:"role,omitempty"`
 }
 
 // EventPayload holds what an event may say about a call's input: its hash and
@@ -65,12 +73,26 @@ type EventApproval struct {
 	ProposalID *string `json:"proposal_id"`
 	ApprovalID *string `json:"approval_id"`
 	Decision   string  `json:"decision"`
+	// Requirement is the tool's approval requirement (none, explicit_human,
+	// human_or_policy): whether approval was required at all.
+	Requirement string `json:"requirement,omitempty"`
+	// ProposalHash is the hash of the proposal the authority was bound to,
+	// recorded so the event alone shows the grant covered exactly it.
+	ProposalHash string `json:"proposal_hash,omitempty"`
+	// IssuedBy is who or which policy issued the authority used or decided.
+	IssuedBy *GrantIssuer `json:"issued_by,omitempty"`
 }
 
 // EventMetrics are measured, not domain, values.
 type EventMetrics struct {
 	LatencyMS        float64 `json:"latency_ms"`
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+}
+
+// EventDomain names the P5/P6 domain function a call reached (§16).
+type EventDomain struct {
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
 }
 
 // EventImpact says what a call changed (spec §36).
@@ -104,4 +126,13 @@ type Event struct {
 	Metrics         EventMetrics  `json:"metrics"`
 	Impact          EventImpact   `json:"impact"`
 	OccurredAt      time.Time     `json:"occurred_at"`
+	// Permissions are the permissions that allowed the call: the tool's
+	// required permissions, all held by the actor's role.
+	Permissions []string `json:"permissions,omitempty"`
+	// Domain is the domain function the tool maps to.
+	Domain *EventDomain `json:"domain,omitempty"`
+	// TraceID and SpanID join the event to its OpenTelemetry trace (the
+	// caller's, when it sent a traceparent); empty when nothing traced.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }

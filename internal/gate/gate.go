@@ -15,7 +15,12 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/triunalabs/trovesnap/internal/approval"
+	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -36,6 +41,10 @@ type Options struct {
 	IDs           domain.IDs   // request, correlation and event ids; default RandomIDs
 	ServerVersion string
 	Logger        *slog.Logger // diagnostics (stderr); default discard
+	// TracerProvider and MeterProvider receive the §37 spans and metrics;
+	// nil means no-op, the default: telemetry is off unless configured.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Gate runs tool calls. It is safe for concurrent use.
@@ -46,6 +55,7 @@ type Gate struct {
 	ids     domain.IDs
 	version string
 	log     *slog.Logger
+	tel     *telemetry
 }
 
 // New builds a Gate.
@@ -60,6 +70,7 @@ func New(o Options) *Gate {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.tel = newTelemetry(o.TracerProvider, o.MeterProvider, g.log)
 	return g
 }
 
@@ -136,12 +147,14 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 		OccurredAt:      g.clock.Now(),
 	}
 	env.Audit.PluginEventID = ev.ID
+	ctx = g.tel.startCall(ctx, c, env.ServerRequestID, ev.ID, g.mode)
+	ev.TraceID, ev.SpanID = traceIDs(ctx)
 	args := parseArgs(c.Arguments)
 	if rid, ok := requestID(args); ok {
 		env.RequestID = &rid
 		ev.RequestID = rid
 	}
-	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: redactedSummary(args)}
+	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 
 	defer func() {
 		if r := recover(); r != nil {
@@ -154,6 +167,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	if f != nil {
 		return g.finishFailure(ctx, env, ev, started, f)
 	}
+	ctx = step(ctx, audit.SpanResultProject)
 	env.Data = data
 	env.Related = eff.Related.Normalized()
 	env.Warnings = append(env.Warnings, eff.Warnings...)
@@ -164,6 +178,9 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 		ev.Outcome = domain.OutcomeReplayed
 		ev.Related.EventIDs = append(ev.Related.EventIDs, eff.Outcome.OriginalEventID)
 		ev.Impact = domain.EventImpact{Type: "idempotent_replay"}
+		if orig := eff.Outcome.OriginalEventID; orig != "" {
+			ev.CausationID = &orig // a replay answers with what the original call did
+		}
 		stored = false
 	} else {
 		ev.Outcome = domain.OutcomeSuccess
@@ -172,6 +189,10 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	if len(env.Warnings) > 0 {
 		env.Status = StatusSucceededWithWarnings
 	}
+	if t, ok := catalog.Lookup(c.Tool); ok && t.Tier == catalog.TierActionProposal {
+		env.Status = StatusProposed // a proposal is not a change (§19)
+	}
+	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, stored))
 	if !stored {
 		ev.Metrics.LatencyMS = ms(time.Since(started))
 		if err := g.b.AppendEvent(ctx, ev); err != nil {
@@ -183,6 +204,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 			env.Errors = []Error{{Code: CodeServiceUnavailable, Message: CodeServiceUnavailable.Message(), Retryable: true}}
 		}
 	}
+	g.tel.finish(ctx, ev, env, started)
 	return env
 }
 
@@ -191,17 +213,19 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
 	// 1–2: client → actor → tenant. Resolved fresh on every call so a
 	// suspension is seen by the very next request.
-	if c.Credential != "" && !domain.WellFormedToken(c.Credential) {
+	ctx = step(ctx, audit.SpanClientResolve)
+	if c.Credential != "" && c.Credential != domain.PublicCredential && !domain.WellFormedToken(c.Credential) {
 		return nil, eff, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"}, false
 	}
 	p, err := g.b.ResolvePrincipal(ctx, c.Credential)
 	if err != nil {
 		return nil, eff, principalFailure(err), false
 	}
+	ctx = step(ctx, audit.SpanActorResolve)
 	ev.TenantID = p.TenantID
 	ev.Client = p.Client
 	if p.ActorID != "" {
-		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType}
+		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType, Role: p.Role}
 	}
 
 	// Client-sent tenant hints are hints only.
@@ -210,19 +234,23 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	}
 
 	// 3: the tool, visible to this principal (same answer as unknown).
+	ctx = step(ctx, audit.SpanToolAuthorize)
 	t, ok := catalog.Lookup(c.Tool)
 	if !ok {
 		return nil, eff, fail(CodeToolNotAvailable), false
 	}
 	env.Tool = ToolID{Name: t.Name, Version: t.Version}
 	ev.Impact = t.Impact
-	ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash}
+	ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash, Tier: string(t.Tier), Risk: string(t.Risk)}
+	ev.Domain = &domain.EventDomain{Service: t.Domain.Service, Operation: t.Domain.Operation}
+	ev.Approval.Requirement = string(t.Approval)
 	if d := catalog.Decide(t, g.mode, p); !d.Visible {
 		if p.Public && t.Tier != catalog.TierPublicRead && t.HasHandler() {
 			return nil, eff, fail(CodeAuthenticationRequired), false
 		}
 		return nil, eff, &failure{code: CodeToolNotAvailable, auditCode: "tool_not_visible"}, false
 	}
+	ev.Permissions = permissionsUsed(t, p)
 
 	// 4: version. Deprecated tools and versions still answer, with a
 	// warning, and the event marks the use so it can be counted.
@@ -240,6 +268,7 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	}
 
 	// 5: strict input.
+	ctx = step(ctx, audit.SpanInputValidate)
 	raw := c.Arguments
 	if _, bad := args["\x00invalid"]; !bad {
 		delete(args, "tenant_id") // an equal tenant hint was accepted above; it is not tool input
@@ -251,6 +280,7 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	}
 
 	// 6: limits, per client × limit class, counted across processes.
+	ctx = step(ctx, audit.SpanPolicyEvaluate)
 	rd, err := g.b.ConsumeRate(ctx, p, limitClass(t.Tier))
 	if err != nil {
 		return nil, eff, g.domainFailure(err), false
@@ -260,32 +290,74 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}, false
 	}
 
-	// 7: idempotency for persisted writes.
-	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode, Progress: c.Progress}
+	// 7: idempotency for persisted writes. A replay goes straight to the
+	// Backend, which returns the original result inside its transaction;
+	// a conflict stops here.
+	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode, Progress: c.Progress, Seal: approval.Seal}
 	if cenv.Progress == nil {
 		cenv.Progress = func(int, int, string) {}
 	}
+	replay := false
 	if t.Persists {
 		var key string
 		_ = json.Unmarshal(args["idempotency_key"], &key)
 		if key == "" {
 			return nil, eff, &failure{code: CodeInvalidInput, field: "idempotency_key", message: "idempotency_key is required on every persisted write."}, false
 		}
-		wev := *ev
-		wev.Outcome = domain.OutcomeSuccess
-		cenv.Write = domain.WriteMeta{
-			Started: started,
-			Idem:    domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: t.Name, ToolMajor: t.Major(), Key: key, Fingerprint: ev.Payload.InputHash},
-			Event:   wev,
+		idem := domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: t.Name, ToolMajor: t.Major(), Key: key, Fingerprint: ev.Payload.InputHash}
+		state, err := g.b.CheckIdempotency(ctx, idem)
+		if err != nil {
+			return nil, eff, g.domainFailure(err), false
 		}
+		if state == domain.IdemConflict {
+			return nil, eff, fail(CodeIdempotencyConflict), false
+		}
+		replay = state == domain.IdemReplay
+		cenv.Write = domain.WriteMeta{Idem: idem, Started: started}
 		if g.mode == domain.ModeMock {
 			eff.Warnings = append(eff.Warnings, catalog.Warning{Code: string(CodeMockModeNoPersistence), Message: CodeMockModeNoPersistence.Message()})
 		}
 	}
 
-	// 8: approval — controlled actions arrive with proposals and grants.
+	// 8: approval, for controlled actions: the proposal (hash recomputed),
+	// then a grant bound to it or a policy that covers it. Arguments carry
+	// no authority: only the proposal id is read from them.
+	ctx = step(ctx, audit.SpanApprovalResolve)
+	if t.Tier == catalog.TierControlledAction && !replay {
+		var pid string
+		_ = json.Unmarshal(args["proposal_id"], &pid)
+		prop, err := g.b.GetProposal(ctx, p, pid)
+		if err != nil {
+			return nil, eff, g.domainFailure(err), false
+		}
+		ev.CorrelationID = prop.CorrelationID
+		ev.Approval.ProposalID = &pid
+		ev.Approval.ProposalHash = prop.Hash
+		ev.Metrics.EstimatedCostUSD = prop.Impact.EstimatedCostUSD
+		grants, policies, usage, err := g.b.ApprovalState(ctx, p, pid, t.Name)
+		if err != nil {
+			return nil, eff, g.domainFailure(err), false
+		}
+		dec := approval.Resolve(g.clock.Now(), t.Name, prop, grants, policies, usage)
+		ev.Approval.Decision = dec.Decision
+		if dec.Err != nil {
+			return nil, eff, g.domainFailure(dec.Err), false
+		}
+		if dec.Auth.GrantID != "" {
+			gid := dec.Auth.GrantID
+			ev.Approval.ApprovalID = &gid
+		}
+		ev.Approval.IssuedBy = issuerOf(dec.Auth, grants)
+		cenv.Authorization = dec.Auth
+	}
+	if t.Persists {
+		wev := *ev
+		wev.Outcome = domain.OutcomeSuccess
+		cenv.Write.Event = wev
+	}
 
 	// 9–10: ONE domain call and its projection.
+	ctx = step(ctx, audit.SpanDomainExecute)
 	data, heff, err := t.Handle(ctx, cenv, in)
 	if err != nil {
 		return nil, eff, g.domainFailure(err), false
@@ -321,9 +393,12 @@ func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event
 	ev.Impact = domain.EventImpact{Type: "none"}
 	ev.Related = domain.Related{}.Normalized()
 	ev.Metrics.LatencyMS = ms(time.Since(started))
+	ev.Metrics.EstimatedCostUSD = 0 // nothing ran, nothing was consumed
+	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, false))
 	if err := g.b.AppendEvent(ctx, ev); err != nil {
 		g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
 	}
+	g.tel.finish(ctx, ev, env, started)
 	return env
 }
 
@@ -359,13 +434,27 @@ func (g *Gate) domainFailure(err error) *failure {
 	case errors.Is(err, domain.ErrIdempotencyInFlight):
 		return &failure{code: CodeServiceUnavailable, message: "A request with this idempotency_key is still running: retry shortly."}
 	case errors.Is(err, domain.ErrStaleVersion):
-		return fail(CodeStaleTargetVersion)
+		return detailed(CodeStaleTargetVersion, err, domain.ErrStaleVersion)
 	case errors.Is(err, domain.ErrTransitionInvalid):
-		return fail(CodeDomainTransitionInvalid)
+		return detailed(CodeDomainTransitionInvalid, err, domain.ErrTransitionInvalid)
 	case errors.Is(err, domain.ErrPermissionDenied):
-		return fail(CodePermissionDenied)
+		return detailed(CodePermissionDenied, err, domain.ErrPermissionDenied)
 	case errors.Is(err, domain.ErrSaleAssignment):
 		return fail(CodeSaleAssignmentRequired)
+	case errors.Is(err, domain.ErrApprovalRequired):
+		return detailed(CodeApprovalRequired, err, domain.ErrApprovalRequired)
+	case errors.Is(err, domain.ErrApprovalInvalid):
+		return detailed(CodeApprovalInvalid, err, domain.ErrApprovalInvalid)
+	case errors.Is(err, domain.ErrApprovalExpired):
+		return detailed(CodeApprovalExpired, err, domain.ErrApprovalExpired)
+	case errors.Is(err, domain.ErrApprovalRevoked):
+		return detailed(CodeApprovalRevoked, err, domain.ErrApprovalRevoked)
+	case errors.Is(err, domain.ErrApprovalConsumed):
+		return detailed(CodeApprovalAlreadyConsumed, err, domain.ErrApprovalConsumed)
+	case errors.Is(err, domain.ErrProposalChanged):
+		return detailed(CodeProposalChanged, err, domain.ErrProposalChanged)
+	case errors.Is(err, domain.ErrCandidateRequired):
+		return detailed(CodeCandidateRequired, err, domain.ErrCandidateRequired)
 	case errors.Is(err, domain.ErrInvalidInput):
 		return fail(CodeInvalidInput)
 	case errors.Is(err, domain.ErrNotFound):
@@ -374,6 +463,17 @@ func (g *Gate) domainFailure(err error) *failure {
 		g.log.Error("backend call failed", "err", err)
 		return fail(CodeServiceUnavailable)
 	}
+}
+
+// detailed adds the domain's own reason (written for a model: ids, versions
+// and states, never storage internals) to a code's message.
+func detailed(code Code, err, sentinel error) *failure {
+	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
+	reason = strings.TrimPrefix(reason, "store: ")
+	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) || reason == "" {
+		return fail(code)
+	}
+	return &failure{code: code, message: codes[code].message + " (" + reason + ")"}
 }
 
 // tenantHint refuses a tenant hint (in _meta or as a tenant_id argument) that
@@ -480,24 +580,6 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 	}
 	sum := sha256.Sum256(body)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// summaryFields is the allow-list of argument fields an event may repeat:
-// ids only, and only when they are well-formed ids.
-var summaryFields = map[string]string{
-	"sale_id": domain.PrefixSale, "item_id": domain.PrefixItem, "candidate_id": domain.PrefixCandidate,
-	"proposal_id": domain.PrefixProposal, "import_run_id": domain.PrefixRun, "run_id": domain.PrefixRun,
-}
-
-func redactedSummary(args map[string]json.RawMessage) map[string]string {
-	out := map[string]string{}
-	for field, prefix := range summaryFields {
-		var v string
-		if json.Unmarshal(args[field], &v) == nil && domain.ValidID(prefix, v) {
-			out[field] = v
-		}
-	}
-	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
