@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triunalabs/trovesnap/internal/buildinfo"
+	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/store"
 )
 
@@ -24,6 +25,9 @@ type DoctorReport struct {
 	LatestSchema  int              `json:"latest_schema_version"`
 	ClientToken   string           `json:"client_token"` // "set" or "unset", never the value
 	Rows          map[string]int64 `json:"rows"`
+	// Live is set in live mode: Supabase reachability, migration version,
+	// the server key's role grants, and the local outbox backlog.
+	Live *LiveDoctor `json:"live,omitempty"`
 }
 
 func newDoctorCmd(f *Factory) *cobra.Command {
@@ -58,10 +62,16 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			if cfg.ClientToken() != "" {
 				r.ClientToken = "set"
 			}
+			if cfg.Mode == domain.ModeLive {
+				r.Live = f.liveDoctor(cmd.Context(), cfg, st)
+			}
 			if asJSON {
 				enc := json.NewEncoder(f.IO.Out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+				return r.Live.err()
 			}
 			w := f.IO.Out
 			fmt.Fprintf(w, "trovesnap %s\n", r.Version)
@@ -73,7 +83,11 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 			fmt.Fprintf(w, "client token:    %s (TROVESNAP_CLIENT_TOKEN)\n", r.ClientToken)
 			_, err = fmt.Fprintf(w, "rows:            %d sales, %d items, %d candidates, %d plugin_events\n",
 				rows["estate_sales"], rows["items"], rows["inventory_candidates"], rows["plugin_events"])
-			return err
+			if err != nil || r.Live == nil {
+				return err
+			}
+			r.Live.print(w)
+			return r.Live.err()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

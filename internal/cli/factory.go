@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -31,6 +32,9 @@ type Factory struct {
 	// Executable is the absolute path of the installed binary, for setup
 	// previews.
 	Executable func() (string, error)
+	// HTTPClient is the live backend's HTTP client (nil: a default client;
+	// each RPC is bounded by its own timeout).
+	HTTPClient *http.Client
 }
 
 // DefaultFactory is the production factory.
@@ -55,14 +59,20 @@ func (f *Factory) Config(dbFlag string) (config.Config, error) {
 	return config.Load(f.Getenv, dbFlag)
 }
 
-// OpenStore opens (creating and seeding if new) the embedded store.
+// OpenStore opens (creating if new) the embedded store: in mock mode the
+// simulation, seeded from fixtures; in live mode the local outbox and replay
+// cache, which holds no fixture data.
 func (f *Factory) OpenStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*store.Store, error) {
-	seed := fixtures.Dataset()
+	var seed *domain.Dataset
+	if cfg.Mode != domain.ModeLive {
+		ds := fixtures.Dataset()
+		seed = &ds
+	}
 	st, err := store.Open(ctx, cfg.DBPath, store.Options{
 		Mode:        cfg.Mode,
 		Clock:       f.Clock,
 		IDs:         f.IDs,
-		Seed:        &seed,
+		Seed:        seed,
 		Synchronous: cfg.Synchronous,
 		Logger:      logger,
 	})

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,7 +23,11 @@ const (
 	EnvSync        = "TROVESNAP_SYNC"         // normal (default) | full
 	EnvClientToken = "TROVESNAP_CLIENT_TOKEN" // the MCP client's credential (stdio)
 	EnvSupabaseURL = "SUPABASE_URL"
-	EnvSupabaseKey = "TROVESNAP_SUPABASE_KEY" // the dedicated server role's key
+	EnvSupabaseKey = "TROVESNAP_SUPABASE_KEY" // the dedicated server role's key (a trovesnap_mcp JWT)
+	// EnvSupabaseAPIKey is optional: the project's anon (publishable) key,
+	// sent as `apikey` when the API gateway admits only the project's own
+	// keys there. The server key stays the bearer token.
+	EnvSupabaseAPIKey = "SUPABASE_ANON_KEY"
 )
 
 // ErrLiveUnavailable means live mode was requested or configured but cannot
@@ -41,11 +46,21 @@ type Config struct {
 	DBPath       string      `json:"db_path"`
 	DBPathSource string      `json:"db_path_source"` // flag | env | default
 	Synchronous  string      `json:"synchronous"`    // NORMAL | FULL
-	clientToken  string
+	// SupabaseURL is the project URL in live mode ("" in mock mode).
+	SupabaseURL    string `json:"supabase_url,omitempty"`
+	clientToken    string
+	supabaseKey    string
+	supabaseAPIKey string
 }
 
 // ClientToken returns the MCP client credential from the environment.
 func (c Config) ClientToken() string { return c.clientToken }
+
+// SupabaseKey returns the live server key. It is a secret: never print it.
+func (c Config) SupabaseKey() string { return c.supabaseKey }
+
+// SupabaseAPIKey returns the optional `apikey` header value ("" = the server key).
+func (c Config) SupabaseAPIKey() string { return c.supabaseAPIKey }
 
 // Load resolves the configuration. getenv is os.Getenv in production; dbFlag
 // is the --db flag value ("" when not given).
@@ -59,7 +74,8 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		return c, fmt.Errorf("%w: %s=%q: want normal or full", ErrInvalid, EnvSync, s)
 	}
 
-	liveConfigured := getenv(EnvSupabaseURL) != "" && getenv(EnvSupabaseKey) != ""
+	sbURL, sbKey := strings.TrimSpace(getenv(EnvSupabaseURL)), strings.TrimSpace(getenv(EnvSupabaseKey))
+	liveConfigured := sbURL != "" && sbKey != ""
 	switch m := strings.ToLower(strings.TrimSpace(getenv(EnvMode))); m {
 	case "mock":
 		c.Mode, c.ModeReason = domain.ModeMock, EnvMode+"=mock"
@@ -67,14 +83,25 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		if !liveConfigured {
 			return c, fmt.Errorf("%w: %s=live needs %s and %s to be set", ErrLiveUnavailable, EnvMode, EnvSupabaseURL, EnvSupabaseKey)
 		}
-		return c, fmt.Errorf("%w: this build does not include the live Supabase backend yet; unset %s or set %s=mock", ErrLiveUnavailable, EnvMode, EnvMode)
+		c.Mode, c.ModeReason = domain.ModeLive, EnvMode+"=live"
 	case "":
 		if liveConfigured {
-			return c, fmt.Errorf("%w: %s and %s are set, which selects live mode, but this build does not include the live Supabase backend yet; set %s=mock to run the embedded simulation", ErrLiveUnavailable, EnvSupabaseURL, EnvSupabaseKey, EnvMode)
+			c.Mode, c.ModeReason = domain.ModeLive, EnvSupabaseURL+" and "+EnvSupabaseKey+" are set: live mode"
+		} else {
+			c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" and "+EnvSupabaseKey+" unset): mock mode"
 		}
-		c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" and "+EnvSupabaseKey+" unset): mock mode"
 	default:
 		return c, fmt.Errorf("%w: %s=%q: want mock or live", ErrInvalid, EnvMode, m)
+	}
+	if c.Mode == domain.ModeLive {
+		u, err := url.Parse(sbURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			// The value is not echoed: a misplaced key must not land in a log.
+			return c, fmt.Errorf("%w: %s must be the project URL, such as https://<project>.supabase.co", ErrLiveUnavailable, EnvSupabaseURL)
+		}
+		c.SupabaseURL = strings.TrimRight(u.String(), "/")
+		c.supabaseKey = sbKey
+		c.supabaseAPIKey = strings.TrimSpace(getenv(EnvSupabaseAPIKey))
 	}
 
 	dir := getenv(EnvDataDir)
@@ -91,6 +118,10 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		c.DBPath, c.DBPathSource = dbFlag, "flag"
 	case getenv(EnvDB) != "":
 		c.DBPath, c.DBPathSource = getenv(EnvDB), "env"
+	case c.Mode == domain.ModeLive:
+		// Live mode's file holds the outbox and replay cache of real calls:
+		// kept apart from the mock simulation's fixtures.
+		c.DBPath, c.DBPathSource = filepath.Join(dir, "trovesnap-live.db"), "default"
 	default:
 		c.DBPath, c.DBPathSource = filepath.Join(dir, "trovesnap.db"), "default"
 	}

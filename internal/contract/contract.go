@@ -1,0 +1,68 @@
+// Package contract is the one Backend contract suite: the same cases run
+// against the embedded store (store/contract_test.go) and the live
+// Supabase backend on a real PostgreSQL (internal/live), seeded with the
+// same data. It is test support: only tests import it.
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Credentials of the contract dataset's clients (well-formed, fixed).
+var (
+	CredOwner     = token('a') // mcp_client_81, owner of fixtures.DemoTenantID
+	CredOther     = token('b') // mcp_client_90, owner of fixtures.OtherTenantID
+	CredSuspended = token('c') // a suspended client of the demo tenant
+	CredRevoked   = token('d') // a revoked client of the demo tenant
+	CredScoped    = token('e') // the sale-scoped cataloger (fixtures.LiveSaleID only)
+	CredPricer    = token('f') // the pricer of the demo tenant
+	CredUnknown   = token('g') // registered nowhere
+)
+
+// Client ids the dataset adds to the fixtures.
+const (
+	SuspendedClientID = "mcp_client_c1"
+	RevokedClientID   = "mcp_client_c2"
+	ScopedClientID    = "mcp_client_c3"
+	PricerClientID    = "mcp_client_c4"
+)
+
+func token(c byte) string { return domain.TokenPrefix + strings.Repeat(string(c), 52) }
+
+// Hash is how both backends store a credential: hex sha256.
+func Hash(credential string) string {
+	sum := sha256.Sum256([]byte(credential))
+	return hex.EncodeToString(sum[:])
+}
+
+// Dataset is fixtures.Dataset() with credentials for its two clients and
+// four more clients (suspended, revoked, sale-scoped, pricer). Both
+// backends are seeded with it.
+func Dataset() domain.Dataset {
+	ds := fixtures.Dataset()
+	for i := range ds.Clients {
+		switch ds.Clients[i].ID {
+		case fixtures.DemoClientID:
+			ds.Clients[i].CredentialHash = Hash(CredOwner)
+		case fixtures.OtherClientID:
+			ds.Clients[i].CredentialHash = "sha256:" + Hash(CredOther) // the prefixed notation is accepted too
+		}
+	}
+	at := fixtures.Epoch.Add(-24 * time.Hour)
+	add := func(id, actor, status, cred string, groups ...string) {
+		ds.Clients = append(ds.Clients, domain.Client{ID: id, TenantID: fixtures.DemoTenantID, Name: "Contract " + id,
+			ClientType: "custom", Status: status, ActorID: actor, AllowedToolGroups: groups, CreatedBy: fixtures.DemoUserID,
+			CreatedAt: at, CredentialHash: Hash(cred)})
+	}
+	add(SuspendedClientID, fixtures.CatalogerUserID, domain.ClientSuspended, CredSuspended, "tenant_read", "candidate_write")
+	add(RevokedClientID, fixtures.CatalogerUserID, domain.ClientRevoked, CredRevoked, "tenant_read", "candidate_write")
+	add(ScopedClientID, fixtures.ScopedCatalogerUserID, domain.ClientActive, CredScoped, "tenant_read", "candidate_write")
+	add(PricerClientID, fixtures.PricerUserID, domain.ClientActive, CredPricer, "tenant_read")
+	return ds
+}

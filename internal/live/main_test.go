@@ -1,0 +1,68 @@
+package live_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/contract"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
+)
+
+// One PostgreSQL 15 cluster for the whole package: started here, stopped
+// after the last test (see pgtest.Main for CI and skipping).
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var ctx = context.Background()
+
+// seeded returns the shared environment with the contract dataset freshly
+// seeded.
+func seeded(t testing.TB) *pgtest.Env {
+	t.Helper()
+	env := pgtest.Need(t)
+	if err := env.Seed(ctx, contract.Dataset()); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	return env
+}
+
+func newBackend(t testing.TB, env *pgtest.Env, mod ...func(*live.Options)) *live.Backend {
+	t.Helper()
+	o := live.Options{URL: env.Endpoint.URL, Key: env.ServerKey()}
+	for _, m := range mod {
+		m(&o)
+	}
+	b, err := live.New(o)
+	if err != nil {
+		t.Fatalf("live.New: %v", err)
+	}
+	return b
+}
+
+// TestContract_Live runs the Backend contract suite against the live
+// backend over real PostgreSQL, seeded with the same data as the store's run.
+func TestContract_Live(t *testing.T) {
+	contract.Run(t, func(t *testing.T) contract.Instance {
+		env := seeded(t)
+		return contract.Instance{
+			Backend: newBackend(t, env),
+			Second:  func(t *testing.T) domain.Backend { return newBackend(t, env) },
+			Counts: func(t *testing.T) map[string]int64 {
+				c, err := env.Cluster.Counts(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			},
+			Events: func(t *testing.T) []domain.Event {
+				ev, err := env.Events(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ev
+			},
+		}
+	})
+}

@@ -1,0 +1,228 @@
+package live
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Cursor kinds, as the embedded store names them: a cursor is bound to its
+// list and tenant by domain.EncodeCursor.
+const (
+	cursorSales      = "sales"
+	cursorItems      = "items"
+	cursorCandidates = "candidates"
+)
+
+var (
+	saleStatuses   = []string{domain.SaleDraft, domain.SalePublished, domain.SaleLive, domain.SaleClosed, domain.SaleArchived}
+	itemStatuses   = []string{domain.ItemDraft, domain.ItemReady, domain.ItemPublished, domain.ItemOnHold, domain.ItemPendingPickup, domain.ItemSold, domain.ItemWithdrawn, domain.ItemArchived}
+	reviewStatuses = []string{domain.ReviewNeedsReview, domain.ReviewApproved, domain.ReviewRejected, domain.ReviewPromoted}
+)
+
+// keyLayout is the keyset key format of both backends: UTC, nine
+// fractional digits.
+const keyLayout = "2006-01-02T15:04:05.000000000Z"
+
+// pageLimit applies the page-size policy (the store's, so errors match).
+func pageLimit(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, domain.Invalid("limit", "must not be negative")
+	case n == 0:
+		return domain.DefaultPageSize, nil
+	case n > domain.MaxPageSize:
+		return domain.MaxPageSize, nil
+	}
+	return n, nil
+}
+
+func oneOf(field, v string, allowed []string) error {
+	if v == "" || slices.Contains(allowed, v) {
+		return nil
+	}
+	return domain.Invalid(field, "must be one of "+strings.Join(allowed, ", "))
+}
+
+// keysetArgs adds the position of a cursor; its key must be one of our
+// timestamps.
+func keysetArgs(args map[string]any, k *domain.Keyset) error {
+	if k == nil {
+		return nil
+	}
+	if _, err := time.Parse(keyLayout, k.Key); err != nil || k.ID == "" {
+		return domain.Invalid("cursor", "not a cursor of this list: start again without a cursor")
+	}
+	args["p_after_key"], args["p_after_id"] = k.Key, k.ID
+	return nil
+}
+
+// pageAnswer is what a list RPC returns: up to limit rows and the keyset of
+// the last one when there are more.
+type pageAnswer[T any] struct {
+	Rows []T `json:"rows"`
+	Next *struct {
+		K string `json:"k"`
+		I string `json:"i"`
+	} `json:"next"`
+}
+
+func (a pageAnswer[T]) page(kind, tenantID string) domain.Page[T] {
+	out := domain.Page[T]{Rows: a.Rows}
+	if out.Rows == nil {
+		out.Rows = []T{}
+	}
+	if a.Next != nil && a.Next.I != "" {
+		out.NextCursor = domain.EncodeCursor(kind, tenantID, domain.Keyset{Key: a.Next.K, ID: a.Next.I})
+	}
+	return out
+}
+
+// ListSales lists the sales of the principal's tenant in (starts_at, id) order.
+func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.SaleQuery) (domain.Page[domain.Sale], error) {
+	h, err := b.hashOf(p)
+	if err != nil {
+		return domain.Page[domain.Sale]{}, err
+	}
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return domain.Page[domain.Sale]{}, err
+	}
+	if err := oneOf("status", q.Status, saleStatuses); err != nil {
+		return domain.Page[domain.Sale]{}, err
+	}
+	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	if q.Status != "" {
+		args["p_status"] = q.Status
+	}
+	if err := keysetArgs(args, q.After); err != nil {
+		return domain.Page[domain.Sale]{}, err
+	}
+	var a pageAnswer[domain.Sale]
+	if err := b.call(ctx, "mcp_list_sales", args, &a); err != nil {
+		return domain.Page[domain.Sale]{}, err
+	}
+	return a.page(cursorSales, p.TenantID), nil
+}
+
+// ListItems lists the items of the principal's tenant in (created_at, id)
+// order, each with its photos (published or not: projection is the gate's).
+func (b *Backend) ListItems(ctx context.Context, p domain.Principal, q domain.ItemQuery) (domain.Page[domain.Item], error) {
+	page, err := b.ListItemDetails(ctx, p, q, domain.ItemIncludes{Photos: true})
+	if err != nil {
+		return domain.Page[domain.Item]{}, err
+	}
+	out := domain.Page[domain.Item]{Rows: make([]domain.Item, len(page.Rows)), NextCursor: page.NextCursor}
+	for i, d := range page.Rows {
+		out.Rows[i] = d.Item
+	}
+	return out, nil
+}
+
+// itemRow is an item as mcp_list_items returns it: the item's fields, and
+// price_history when asked.
+type itemRow struct {
+	domain.Item
+	PriceHistory []domain.PriceChange `json:"price_history"`
+}
+
+// ListItemDetails is ListItems with the extras inc asks for, read by the
+// RPC in the same snapshot as the page. Price history needs a pricing role:
+// the database refuses it to others.
+func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q domain.ItemQuery, inc domain.ItemIncludes) (domain.Page[domain.ItemDetail], error) {
+	h, err := b.hashOf(p)
+	if err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
+	if err := oneOf("status", q.Status, itemStatuses); err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
+	args := map[string]any{"p_credential_hash": h, "p_limit": limit,
+		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}
+	for k, v := range map[string]string{"p_sale_id": q.SaleID, "p_status": q.Status, "p_room": q.Room, "p_category": q.Category} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	if err := keysetArgs(args, q.After); err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
+	var a pageAnswer[itemRow]
+	if err := b.call(ctx, "mcp_list_items", args, &a); err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
+	rows := a.page(cursorItems, p.TenantID)
+	out := domain.Page[domain.ItemDetail]{Rows: make([]domain.ItemDetail, len(rows.Rows)), NextCursor: rows.NextCursor}
+	for i, r := range rows.Rows {
+		out.Rows[i] = domain.ItemDetail{Item: r.Item, PriceHistory: r.PriceHistory}
+		if inc.Photos && out.Rows[i].Photos == nil {
+			out.Rows[i].Photos = []domain.Photo{}
+		}
+		if inc.PriceHistory && out.Rows[i].PriceHistory == nil {
+			out.Rows[i].PriceHistory = []domain.PriceChange{}
+		}
+	}
+	return out, nil
+}
+
+// ListCandidates lists the candidates of the principal's tenant in
+// (created_at, id) order.
+func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q domain.CandidateQuery) (domain.Page[domain.Candidate], error) {
+	h, err := b.hashOf(p)
+	if err != nil {
+		return domain.Page[domain.Candidate]{}, err
+	}
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return domain.Page[domain.Candidate]{}, err
+	}
+	if err := oneOf("review_status", q.ReviewStatus, reviewStatuses); err != nil {
+		return domain.Page[domain.Candidate]{}, err
+	}
+	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	if q.SaleID != "" {
+		args["p_sale_id"] = q.SaleID
+	}
+	if q.ReviewStatus != "" {
+		args["p_review_status"] = q.ReviewStatus
+	}
+	if err := keysetArgs(args, q.After); err != nil {
+		return domain.Page[domain.Candidate]{}, err
+	}
+	var a pageAnswer[domain.Candidate]
+	if err := b.call(ctx, "mcp_list_candidates", args, &a); err != nil {
+		return domain.Page[domain.Candidate]{}, err
+	}
+	return a.page(cursorCandidates, p.TenantID), nil
+}
+
+// DemandSignals lists the demand signals of the principal's tenant,
+// optionally for one sale and a category prefix.
+func (b *Backend) DemandSignals(ctx context.Context, p domain.Principal, q domain.DemandQuery) ([]domain.DemandSignal, error) {
+	h, err := b.hashOf(p)
+	if err != nil {
+		return nil, err
+	}
+	args := map[string]any{"p_credential_hash": h}
+	if q.SaleID != "" {
+		args["p_sale_id"] = q.SaleID
+	}
+	if q.Category != "" {
+		args["p_category"] = q.Category
+	}
+	out := []domain.DemandSignal{}
+	if err := b.call(ctx, "mcp_demand_signals", args, &out); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []domain.DemandSignal{}
+	}
+	return out, nil
+}

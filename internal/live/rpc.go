@@ -1,0 +1,183 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// maxAnswer bounds an RPC answer (a page of 100 items with photos and
+// pricing history is far below it).
+const maxAnswer = 32 << 20
+
+// PostgRESTError is the error body PostgREST answers with. Its Message may
+// quote SQL: it goes to the debug log, never into a returned error.
+type PostgRESTError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details string `json:"details"`
+	Hint    string `json:"hint"`
+}
+
+// UnmarshalJSON accepts details and hint as strings or null (PostgREST sends
+// null when Postgres gave none).
+func (e *PostgRESTError) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Code    any `json:"code"`
+		Message any `json:"message"`
+		Details any `json:"details"`
+		Hint    any `json:"hint"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	str := func(v any) string {
+		switch x := v.(type) {
+		case nil:
+			return ""
+		case string:
+			return x
+		default:
+			j, _ := json.Marshal(x)
+			return string(j)
+		}
+	}
+	e.Code, e.Message, e.Details, e.Hint = str(raw.Code), str(raw.Message), str(raw.Details), str(raw.Hint)
+	return nil
+}
+
+// call POSTs args (named arguments) to /rest/v1/rpc/fn and decodes a 2xx
+// answer into out (nil: ignore it). Everything else is a domain error: the
+// trovesnap:* codes the RPCs raise map to their sentinels, and any other
+// failure — network, timeout, a status or body we do not expect — is
+// ErrUnavailable, so the gate fails closed.
+func (b *Backend) call(ctx context.Context, fn string, args any, out any) error {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("live: %s: encode arguments: %w", fn, domain.ErrInvalidInput)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.rpcURL+fn, bytes.NewReader(body))
+	if err != nil {
+		return b.unavailable(fn, err)
+	}
+	req.Header.Set("apikey", b.apiKey.reveal())
+	req.Header.Set("Authorization", "Bearer "+b.key.reveal())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return b.unavailable(fn, ctx.Err())
+		}
+		return b.unavailable(fn, err)
+	}
+	defer drain(resp.Body)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return b.unavailable(fn, err)
+	}
+	if len(data) > maxAnswer {
+		return b.unavailable(fn, errors.New("answer too large"))
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return b.unavailable(fn, fmt.Errorf("HTTP %d: undecodable answer: %v", resp.StatusCode, err))
+		}
+		return nil
+	}
+	var pe PostgRESTError
+	if err := json.Unmarshal(data, &pe); err != nil || (pe.Code == "" && pe.Message == "") {
+		return b.unavailable(fn, fmt.Errorf("HTTP %d without a PostgREST error body", resp.StatusCode))
+	}
+	return b.mapError(fn, resp.StatusCode, pe)
+}
+
+// unavailable is the error of a call that did not get a usable answer. The
+// cause goes to the debug log (net/http errors name the URL, never the key,
+// which travels in headers only).
+func (b *Backend) unavailable(fn string, cause error) error {
+	b.log.Debug("live: rpc unavailable", "rpc", fn, "err", cause)
+	if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("live: %s: %w: %w", fn, domain.ErrUnavailable, cause)
+	}
+	return fmt.Errorf("live: %s: %w", fn, domain.ErrUnavailable)
+}
+
+// Error codes the RPCs raise (SQLSTATE P0001, message "trovesnap:<code>[:<field>]").
+const (
+	codeInvalidInput        = "invalid_input"
+	codeInvalidReference    = "invalid_reference"
+	codeIdempotencyConflict = "idempotency_conflict"
+	codeClientNotRegistered = "client_not_registered"
+	codeClientSuspended     = "client_suspended"
+	codePermissionDenied    = "permission_denied"
+	codeSaleAssignment      = "sale_assignment"
+	codeForbidden           = "forbidden"
+)
+
+// mapError turns a PostgREST error into the domain's sentinel. Only the
+// stable code, the field and our own details are read; Postgres' message
+// text never reaches the returned error.
+func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
+	rest, ours := strings.CutPrefix(pe.Message, "trovesnap:")
+	if pe.Code != "P0001" || !ours {
+		switch {
+		case pe.Code == "42501" || status == http.StatusUnauthorized || status == http.StatusForbidden || strings.HasPrefix(pe.Code, "PGRST3"):
+			b.log.Error("live: the server key was refused or lacks a grant: check TROVESNAP_SUPABASE_KEY and the migrations",
+				"rpc", fn, "status", status, "code", pe.Code)
+		case strings.HasPrefix(pe.Code, "PGRST2"):
+			b.log.Error("live: RPC not found: are the migrations applied?", "rpc", fn, "status", status, "code", pe.Code)
+		default:
+			b.log.Debug("live: rpc failed", "rpc", fn, "status", status, "code", pe.Code, "message", pe.Message)
+		}
+		return fmt.Errorf("live: %s: HTTP %d: %w", fn, status, domain.ErrUnavailable)
+	}
+	code, field, _ := strings.Cut(rest, ":")
+	switch code {
+	case codeInvalidInput:
+		return domain.Invalid(field, safeReason(pe.Details))
+	case codeInvalidReference:
+		var d struct {
+			ID          string `json:"id"`
+			CrossTenant bool   `json:"cross_tenant"`
+		}
+		_ = json.Unmarshal([]byte(pe.Details), &d)
+		return fmt.Errorf("live: %s: %w", fn, domain.UnknownRef(field, d.ID, d.CrossTenant))
+	case codeIdempotencyConflict:
+		return fmt.Errorf("live: %s: %w", fn, domain.ErrIdempotencyConflict)
+	case codeClientNotRegistered:
+		return fmt.Errorf("live: %s: %w", fn, domain.ErrClientNotRegistered)
+	case codeClientSuspended:
+		return fmt.Errorf("live: %s: %w", fn, domain.ErrClientSuspended)
+	case codePermissionDenied:
+		return fmt.Errorf("live: %s: %s: %w", fn, field, domain.ErrPermissionDenied)
+	case codeSaleAssignment:
+		return fmt.Errorf("live: %s: sale not assigned: %w", fn, domain.ErrSaleAssignment)
+	case codeForbidden:
+		b.log.Error("live: the server key's role may not call this RPC: mint it with role trovesnap_mcp", "rpc", fn)
+	default:
+		b.log.Debug("live: unknown trovesnap error code", "rpc", fn, "code", code)
+	}
+	return fmt.Errorf("live: %s: %w", fn, domain.ErrUnavailable)
+}
+
+// safeReason keeps a reason the RPCs wrote (short, printable) and replaces
+// anything else.
+func safeReason(s string) string {
+	if s == "" || len(s) > 200 || strings.ContainsAny(s, "\n\r\t;") {
+		return "not accepted"
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package live_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/cli"
+	"github.com/triunalabs/trovesnap/internal/contract"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/gate"
+	"github.com/triunalabs/trovesnap/internal/live"
+)
+
+// The server key appears in no output, envelope, event (in Postgres or in
+// the local outbox file), log line, error or CLI output — while things work
+// and while PostgreSQL is down.
+func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
+	env := seeded(t)
+	lg := newLiveGate(t, env)
+	key := env.ServerKey()
+	lg.b = newBackend(t, env, func(o *live.Options) { o.Key = key; o.Outbox = lg.st; o.Logger = nil })
+	var seen bytes.Buffer
+	record := func(v any) { b, _ := json.Marshal(v); seen.Write(b); seen.WriteByte('\n') }
+
+	cs := connect(t, lg.g, contract.CredOwner)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"trove_list_sales", map[string]any{}},
+		{"trove_list_items", map[string]any{"sale_id": fixtures.OtherPublishedSaleID}},
+		{"trove_create_candidate", map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "Vase", "idempotency_key": "k1"}},
+		{"trove_create_candidate", map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "Other", "idempotency_key": "k1"}},
+	} {
+		record(call(t, cs, c.tool, c.args))
+	}
+	record(call(t, connect(t, lg.g, ""), "trove_list_sales", map[string]any{}))
+
+	// A backend with this key, printed every way.
+	fmt.Fprintf(&seen, "%v %+v %#v %s\n", lg.b, lg.b, lg.b, lg.b)
+	record(live.Options{URL: env.Endpoint.URL})
+
+	// Errors and envelopes while PostgreSQL is down.
+	if err := env.Cluster.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	record(lg.g.Invoke(ctx, gate.Call{Tool: "trove_list_sales", Arguments: []byte(`{}`), Credential: contract.CredOwner}))
+	_, err := lg.b.ListSales(ctx, domain.Principal{TenantID: fixtures.DemoTenantID, Client: domain.ClientRef{ID: fixtures.DemoClientID}}, domain.SaleQuery{})
+	fmt.Fprintln(&seen, err)
+	_, err = lg.b.ResolvePrincipal(ctx, contract.CredOwner)
+	fmt.Fprintln(&seen, err)
+	if err := env.Cluster.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	// A key the server refuses: its error and logs.
+	bad := newBackend(t, env, func(o *live.Options) { o.Key = key + "x" })
+	_, err = bad.ResolvePrincipal(ctx, contract.CredOwner)
+	fmt.Fprintln(&seen, err)
+
+	lg.clock.Advance(time.Hour)
+	if _, err := lg.st.FlushOutbox(ctx, lg.b, 100); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := env.Events(ctx)
+	record(events)
+
+	// The CLI in live mode: doctor (text and JSON) and sync status.
+	dir := t.TempDir()
+	vars := map[string]string{"SUPABASE_URL": env.Endpoint.URL, "TROVESNAP_SUPABASE_KEY": key,
+		"TROVESNAP_DB": filepath.Join(dir, "live.db"), "TROVESNAP_DATA_DIR": dir, "HOME": dir}
+	for _, argv := range [][]string{{"doctor"}, {"doctor", "--json"}, {"sync", "status"}, {"sync", "status", "--json"}} {
+		var out, errb bytes.Buffer
+		f := &cli.Factory{IO: cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb},
+			Getenv: func(k string) string { return vars[k] }, Clock: domain.SystemClock{}, IDs: domain.RandomIDs{},
+			Executable: func() (string, error) { return "/usr/local/bin/trovesnap", nil }}
+		code := cli.Run(ctx, f, argv)
+		if code != cli.ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", argv, code, out.String(), errb.String())
+		}
+		if argv[0] == "doctor" && (!strings.Contains(out.String(), "reachable") || strings.Contains(out.String(), "PROBLEM") || !strings.Contains(out.String(), "trovesnap_mcp")) {
+			t.Fatalf("doctor in live mode:\n%s", out.String())
+		}
+		seen.Write(out.Bytes())
+		seen.Write(errb.Bytes())
+	}
+
+	seen.Write(lg.logs.Bytes())
+	for _, suffix := range []string{"", "-wal"} {
+		b, _ := os.ReadFile(lg.st.Path() + suffix)
+		seen.Write(b)
+	}
+	sig := key[strings.LastIndex(key, ".")+1:]
+	if seen.Len() < 2000 {
+		t.Fatalf("scanned only %d bytes: the scan proves nothing", seen.Len())
+	}
+	for _, needle := range []string{key, sig} {
+		if bytes.Contains(seen.Bytes(), []byte(needle)) {
+			i := bytes.Index(seen.Bytes(), []byte(needle))
+			t.Fatalf("the server key leaked near: %q", seen.Bytes()[max(0, i-200):i])
+		}
+	}
+	if !bytes.Contains(seen.Bytes(), []byte("service_unavailable")) || !bytes.Contains(seen.Bytes(), []byte("live.Backend(")) {
+		t.Fatal("the scan did not cover the outage and the printed backend")
+	}
+}
+
+// BenchmarkLive_CandidateWriteRoundTrip measures one trove_create_candidate
+// Backend call (HTTP → RPC → one Postgres transaction) on the local cluster.
+func BenchmarkLive_CandidateWriteRoundTrip(b *testing.B) {
+	env := seeded(b)
+	be := newBackend(b, env)
+	p, err := be.ResolvePrincipal(ctx, contract.CredOwner)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		key := fmt.Sprintf("bench-%d", i)
+		w := domain.WriteMeta{
+			Idem:  domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: "trove_create_candidate", ToolMajor: 1, Key: key, Fingerprint: "sha256:" + key},
+			Event: domain.Event{ID: "event_" + fmt.Sprint(i), TenantID: p.TenantID, Mode: domain.ModeLive, Client: p.Client, Tool: domain.ToolRef{Name: "trove_create_candidate"}, Action: "mcp_tool_called"},
+		}
+		if _, _, err := be.CreateCandidate(ctx, p, w, domain.NewCandidate{SaleID: fixtures.PublishedSaleID, Title: "Bench lamp"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+var outcomes = []string{domain.OutcomeSuccess, domain.OutcomeReplayed, domain.OutcomeBlocked, domain.OutcomeFailed}
+
+// CreateCandidate runs the P5 candidate chain in ONE database transaction
+// (mcp_create_inventory_candidate): replay or conflict on the idempotency
+// key first, then the client's status, membership and permission, the sale
+// in the client's tenant, the descriptor → run → record → candidate chain,
+// the call's plugin_event and the idempotency row. It never touches items.
+func (b *Backend) CreateCandidate(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewCandidate) (domain.CandidateCreated, domain.WriteOutcome, error) {
+	var (
+		res domain.CandidateCreated
+		out domain.WriteOutcome
+	)
+	if strings.TrimSpace(in.SaleID) == "" {
+		return res, out, domain.Invalid("sale_id", "required")
+	}
+	if strings.TrimSpace(in.Title) == "" {
+		return res, out, domain.Invalid("title", "required")
+	}
+	if in.Quantity < 0 {
+		return res, out, domain.Invalid("quantity", "must not be negative")
+	}
+	if in.SuppliedPriceCents != nil && *in.SuppliedPriceCents < 0 {
+		return res, out, domain.Invalid("supplied_price_cents", "must not be negative")
+	}
+	h, err := b.hashOf(p)
+	if err != nil {
+		return res, out, err
+	}
+	if err := checkWriteMeta(p, w); err != nil {
+		return res, out, err
+	}
+	args := map[string]any{
+		"p_credential_hash": h,
+		"p_tool":            w.Idem.Tool,
+		"p_tool_major":      w.Idem.ToolMajor,
+		"p_key":             w.Idem.Key,
+		"p_fingerprint":     w.Idem.Fingerprint,
+		"p_event":           normalizeEvent(w.Event),
+		"p_started_at":      nil,
+		"p_input":           in,
+	}
+	if !w.Started.IsZero() {
+		args["p_started_at"] = w.Started.UTC().Format(time.RFC3339Nano)
+	}
+	var a struct {
+		Replayed bool                    `json:"replayed"`
+		Result   domain.CandidateCreated `json:"result"`
+		Related  domain.Related          `json:"related"`
+		EventID  string                  `json:"event_id"`
+	}
+	if err := b.call(ctx, "mcp_create_inventory_candidate", args, &a); err != nil {
+		return domain.CandidateCreated{}, domain.WriteOutcome{}, err
+	}
+	if a.Result.CandidateID == "" {
+		return domain.CandidateCreated{}, domain.WriteOutcome{}, b.unavailable("mcp_create_inventory_candidate", fmt.Errorf("answer without a candidate"))
+	}
+	return a.Result, domain.WriteOutcome{Replayed: a.Replayed, OriginalEventID: a.EventID, Related: a.Related.Normalized()}, nil
+}
+
+// checkWriteMeta refuses write metadata that does not belong to the
+// principal, exactly like the store.
+func checkWriteMeta(p domain.Principal, w domain.WriteMeta) error {
+	k := w.Idem
+	switch {
+	case k.Key == "":
+		return domain.Invalid("idempotency_key", "required for a persisted write")
+	case k.Fingerprint == "" || k.Tool == "":
+		return fmt.Errorf("live: idempotency scope without tool or fingerprint: %w", domain.ErrInvalidInput)
+	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
+		return fmt.Errorf("live: idempotency scope is not the principal's: %w", domain.ErrInvalidInput)
+	case w.Event.ID == "":
+		return fmt.Errorf("live: write without an event id: %w", domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+// normalizeEvent gives an event the shape both backends store: lists never
+// null, the instant in UTC (now when unset).
+func normalizeEvent(e domain.Event) domain.Event {
+	e.Related = e.Related.Normalized()
+	if e.OccurredAt.IsZero() {
+		e.OccurredAt = time.Now()
+	}
+	e.OccurredAt = e.OccurredAt.UTC()
+	return e
+}
+
+func validateEvent(e domain.Event) error {
+	if e.ID == "" {
+		return fmt.Errorf("live: event without id: %w", domain.ErrInvalidInput)
+	}
+	if !slices.Contains(outcomes, e.Outcome) {
+		return fmt.Errorf("live: event %s: outcome %q: %w", e.ID, e.Outcome, domain.ErrInvalidInput)
+	}
+	return nil
+}
+
+// AppendEvent records the plugin_event of a call that wrote nothing. With
+// an outbox it is queued locally (and delivered by SendEvent later), so
+// reads and blocks keep answering while Supabase is unreachable; without
+// one it is sent now.
+func (b *Backend) AppendEvent(ctx context.Context, e domain.Event) error {
+	if err := validateEvent(e); err != nil {
+		return err
+	}
+	e = normalizeEvent(e)
+	if b.outbox != nil {
+		return b.outbox.EnqueueEvent(ctx, e)
+	}
+	return b.SendEvent(ctx, e)
+}
+
+// SendEvent delivers one event to mcp_append_event. It is idempotent by
+// event id: delivering an event twice records it once. A refused event is
+// ErrInvalidInput (retrying cannot help); anything else is ErrUnavailable.
+func (b *Backend) SendEvent(ctx context.Context, e domain.Event) error {
+	if err := validateEvent(e); err != nil {
+		return err
+	}
+	return b.call(ctx, "mcp_append_event", map[string]any{"p_event": normalizeEvent(e)}, nil)
+}
+
+// CheckIdempotency says whether a key of the principal's client was used,
+// with the same input or not (an expired key is unused).
+func (b *Backend) CheckIdempotency(ctx context.Context, k domain.IdempotencyKey) (domain.IdemState, error) {
+	h, err := b.hashOfClient(k.ClientID)
+	if err != nil {
+		return domain.IdemUnused, err
+	}
+	var state string
+	if err := b.call(ctx, "mcp_check_idempotency", map[string]any{"p_credential_hash": h, "p_tool": k.Tool,
+		"p_tool_major": k.ToolMajor, "p_key": k.Key, "p_fingerprint": k.Fingerprint}, &state); err != nil {
+		return domain.IdemUnused, err
+	}
+	switch state {
+	case "unused":
+		return domain.IdemUnused, nil
+	case "replay":
+		return domain.IdemReplay, nil
+	case "conflict":
+		return domain.IdemConflict, nil
+	}
+	return domain.IdemUnused, b.unavailable("mcp_check_idempotency", fmt.Errorf("unknown state %q", state))
+}
+
+// ConsumeRate counts one call of class for the principal's client in the
+// current one-minute window, in the database, so every server sharing the
+// project shares the limit. Anonymous calls share the bucket "public".
+func (b *Backend) ConsumeRate(ctx context.Context, p domain.Principal, class string) (domain.RateDecision, error) {
+	d := domain.RateDecision{Class: class}
+	switch class {
+	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions:
+	default:
+		return d, fmt.Errorf("live: unknown limit class %q: %w", class, domain.ErrInvalidInput)
+	}
+	var h any
+	if !p.Public && p.Client.ID != "" {
+		s, err := b.hashOfClient(p.Client.ID)
+		if err != nil {
+			return d, err
+		}
+		h = s
+	}
+	var a struct {
+		Allowed bool   `json:"allowed"`
+		Class   string `json:"class"`
+		Limit   int    `json:"limit"`
+		Retry   int    `json:"retry_after_seconds"`
+	}
+	if err := b.call(ctx, "mcp_consume_rate", map[string]any{"p_credential_hash": h, "p_class": class}, &a); err != nil {
+		return d, err
+	}
+	return domain.RateDecision{Allowed: a.Allowed, Class: class, Limit: a.Limit, RetryAfterSeconds: a.Retry}, nil
+}
