@@ -32,6 +32,8 @@ var allowedImports = map[string][]string{
 	"internal/audit":          {},
 	"internal/mcpserver":      {"internal/gate", "internal/catalog"},
 	"internal/live":           {},
+	"internal/live/pgtest":    {},           // test support: a PostgreSQL cluster and a PostgREST-like endpoint
+	"internal/contract":       {"fixtures"}, // test support: the one Backend contract suite
 	"store":                   {},
 	"tui":                     {"internal/approval"},
 	"fixtures":                {},

@@ -359,7 +359,7 @@ func adminError(err error) error {
 		return usageError{fmt.Errorf("--%s: %s", strings.ReplaceAll(ie.Field, "_", "-"), ie.Reason)}
 	case errors.As(err, &re):
 		return usageError{fmt.Errorf("unknown %s %s", re.Field, re.ID)}
-	case errors.Is(err, domain.ErrTransitionInvalid):
+	case errors.Is(err, domain.ErrTransitionInvalid), errors.Is(err, domain.ErrPermissionDenied):
 		return usageError{err}
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/store"
 )
@@ -18,7 +19,11 @@ const (
 	ExitUsage    ExitCode = 2 // bad flags or arguments
 	ExitConfig   ExitCode = 3 // configuration refused (e.g. live mode without its settings)
 	ExitDatabase ExitCode = 4 // database unusable: corrupt, foreign, or from a newer trovesnap
-	ExitCanceled ExitCode = 130
+	ExitNotTTY   ExitCode = 5 // `trovesnap approve` without an interactive terminal
+	// ExitAuditBroken: `trovesnap audit verify` found a bad link (or a saved
+	// head no longer in its chain); the message names the first bad event.
+	ExitAuditBroken ExitCode = 6
+	ExitCanceled    ExitCode = 130
 )
 
 // usageError marks errors of flags and arguments.
@@ -38,6 +43,10 @@ func exitCodeFor(err error) ExitCode {
 		return ExitConfig
 	case errors.Is(err, store.ErrCorruptDB), errors.Is(err, store.ErrForeignDB), errors.Is(err, store.ErrNewerSchema):
 		return ExitDatabase
+	case errors.Is(err, errNotInteractive):
+		return ExitNotTTY
+	case errors.Is(err, audit.ErrChainBroken):
+		return ExitAuditBroken
 	case errors.Is(err, context.Canceled):
 		return ExitCanceled
 	default:

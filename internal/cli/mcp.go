@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/buildinfo"
 	"github.com/triunalabs/trovesnap/internal/gate"
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
@@ -58,7 +60,33 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 		return err
 	}
 	defer st.Close()
-	g := gate.New(gate.Options{Backend: st, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger})
+	// Mock: the store is the Backend. Live: Supabase RPCs, with st as the
+	// outbox of events for calls that wrote nothing, flushed in the background.
+	backend, stopLive, err := f.ServeBackend(ctx, cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
+	// OpenTelemetry (§37): OTLP/HTTP when OTEL_EXPORTER_OTLP_* is set, no-op
+	// otherwise; never stdout, which is the JSON-RPC wire.
+	tel, err := audit.SetupOTel(ctx, f.Getenv, buildinfo.Version, logger)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errConfig, err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			logger.Warn("opentelemetry shutdown", "err", err)
+		}
+	}()
+	if tel.Enabled {
+		if _, err := audit.ObserveApprovals(tel.Meter, st.ApprovalCounts); err != nil {
+			logger.Warn("approval metrics unavailable", "err", err)
+		}
+	}
+	g := gate.New(gate.Options{Backend: backend, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger,
+		TracerProvider: tel.Tracer, MeterProvider: tel.Meter})
 	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger})
 	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
 	transport := opts.Transport

@@ -55,6 +55,10 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newClientCmd(f),
 		newToolsCmd(f),
 		newLimitsCmd(f),
+		newPolicyCmd(f),
+		newApproveCmd(f, nil),
+		newAuditCmd(f),
+		newSyncCmd(f),
 	)
 	return root
 }

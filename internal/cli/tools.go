@@ -93,7 +93,11 @@ func newToolsCmd(f *Factory) *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, v, r.Decision.Reason)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, r.Risk, r.Status, r.Approval, strings.Join(r.Permissions, ","))
+				perms := strings.Join(r.Permissions, ",")
+				if len(r.AnyPermissions) > 0 {
+					perms = "any of " + strings.Join(r.AnyPermissions, "|")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, r.Risk, r.Status, r.Approval, perms)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
