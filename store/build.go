@@ -72,6 +72,8 @@ func (s *Store) buildProposal(ctx context.Context, tx *sql.Tx, p domain.Principa
 		err = s.buildDisposition(ctx, tx, p, d, &prop)
 	case domain.ActionBuyerNotify:
 		err = s.buildNotification(ctx, tx, p, d, &prop)
+	case domain.ActionExportDelivery:
+		err = s.buildExportDelivery(ctx, tx, p, &prop)
 	default:
 		return prop, fmt.Errorf("store: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
@@ -514,5 +516,58 @@ func (s *Store) buildNotification(ctx context.Context, tx *sql.Tx, p domain.Prin
 	if sent == 0 {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "empty_audience")
 	}
+	return nil
+}
+
+// exportVersion is the "version" of a staged export: its snapshot never
+// changes, so a live (staged or delivery-proposed) export is version 1.
+const exportVersion = 1
+
+func (s *Store) buildExportDelivery(ctx context.Context, tx *sql.Tx, p domain.Principal, prop *domain.Proposal) error {
+	prop.TargetKind = "export"
+	id := prop.TargetIDs[0]
+	if err := s.checkRef(ctx, tx, "export_drafts", "export_id", id, p.TenantID); err != nil {
+		return err
+	}
+	var channel, status string
+	var items, valid int
+	if err := tx.QueryRowContext(ctx, "SELECT channel, status, item_count, valid_count FROM export_drafts WHERE id = ?", id).Scan(&channel, &status, &items, &valid); err != nil {
+		return s.dbErr("load export", err)
+	}
+	if status != "staged" && status != "delivery_proposed" {
+		return fmt.Errorf("export %s is %s: only a staged export can be delivered: %w", id, status, domain.ErrTransitionInvalid)
+	}
+	if valid == 0 {
+		return fmt.Errorf("export %s has no item that passes %s's checks: %w", id, channel, domain.ErrTransitionInvalid)
+	}
+	// The delivery is bound to the snapshot AND to every item at the version
+	// it was staged at: an item changed since staging makes it stale.
+	rows, err := tx.QueryContext(ctx, `SELECT d.item_id, d.item_version, i.sale_id, i.version FROM export_draft_items d JOIN items i ON i.id = d.item_id
+		WHERE d.export_id = ? AND d.valid = 1 ORDER BY d.position`, id)
+	if err != nil {
+		return s.dbErr("export items", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var itemID, saleID string
+		var v, current int
+		if err := rows.Scan(&itemID, &v, &saleID, &current); err != nil {
+			return s.dbErr("export items", err)
+		}
+		if current != v {
+			return staleError([]string{itemID}, map[string]int{itemID: v}, map[string]int{itemID: current})
+		}
+		prop.ExpectedVersions = append(prop.ExpectedVersions, domain.TargetVersion{ID: itemID, Version: v})
+		prop.SaleIDs = append(prop.SaleIDs, saleID)
+		prop.Changes = append(prop.Changes, domain.FieldChange{TargetID: itemID, Field: "external_listing." + channel, From: nil, To: "listed"})
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr("export items", err)
+	}
+	if valid < items {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, fmt.Sprintf("%d of %d staged items fail %s's checks and are not delivered", items-valid, items, channel))
+	}
+	prop.Changes = append(prop.Changes, domain.FieldChange{TargetID: id, Field: "status", From: status, To: "delivered"})
+	prop.Impact = domain.ProposalImpact{ExternalDeliveries: 1, PublicRecordsChanged: valid}
 	return nil
 }

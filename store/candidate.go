@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -48,17 +47,8 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 		res domain.CandidateCreated
 		out domain.WriteOutcome
 	)
-	if strings.TrimSpace(in.SaleID) == "" {
-		return res, out, domain.Invalid("sale_id", "required")
-	}
-	if strings.TrimSpace(in.Title) == "" {
-		return res, out, domain.Invalid("title", "required")
-	}
-	if in.Quantity < 0 {
-		return res, out, domain.Invalid("quantity", "must not be negative")
-	}
-	if in.SuppliedPriceCents != nil && *in.SuppliedPriceCents < 0 {
-		return res, out, domain.Invalid("supplied_price_cents", "must not be negative")
+	if err := in.Validate(); err != nil {
+		return res, out, err
 	}
 	payload, err := canonicalJSON(in)
 	if err != nil {

@@ -25,6 +25,7 @@ var domainFunctions = map[string]string{
 	domain.ActionReleaseIdentity:  "release_item_identity",
 	domain.ActionDisposition:      "apply_disposition_action",
 	domain.ActionBuyerNotify:      "notify_matched_buyers",
+	domain.ActionExportDelivery:   "deliver_export",
 }
 
 // ExecuteProposal runs an approved proposal's ONE domain function. In one
@@ -203,6 +204,25 @@ func (s *Store) runDomainFunction(ctx context.Context, tx *sql.Tx, p domain.Prin
 			return err
 		}
 		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
+		return nil
+	case domain.ActionExportDelivery:
+		// The channel-specific delivery: recorded, never sent, in this
+		// simulation; the export is marked delivered so it cannot go twice.
+		if err := s.recordSimulated(ctx, tx, prop, "export_delivery", now); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = 'delivered' WHERE id = ? AND status IN ('staged', 'delivery_proposed')", prop.TargetIDs[0])
+		if err != nil {
+			return s.dbErr("deliver export", err)
+		}
+		if n, _ := r.RowsAffected(); n != 1 {
+			return fmt.Errorf("export %s is no longer staged: %w", prop.TargetIDs[0], domain.ErrTransitionInvalid)
+		}
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
+		for _, ev := range prop.ExpectedVersions[1:] {
+			res.Results = append(res.Results, domain.TargetOutcome{TargetID: ev.ID, Outcome: "simulated"})
+			rel.ItemIDs = append(rel.ItemIDs, ev.ID)
+		}
 		return nil
 	}
 	// Item functions: apply each target's changes.

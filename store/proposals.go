@@ -267,6 +267,15 @@ func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string
 		table = "estate_sales"
 	case domain.ValidID(domain.PrefixCandidate, id):
 		table = "inventory_candidates"
+	case domain.ValidID("export", id):
+		var n int
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM export_drafts WHERE tenant_id = ? AND id = ? AND status IN ('staged', 'delivery_proposed')", tenantID, id).Scan(&n); err != nil {
+			return 0, s.dbErr("version of "+id, err)
+		}
+		if n == 0 {
+			return 0, domain.UnknownRef("target", id, false)
+		}
+		return exportVersion, nil
 	default:
 		return 0, domain.UnknownRef("target", id, false)
 	}

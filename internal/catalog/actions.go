@@ -42,11 +42,8 @@ const actionFooter = " Input is only proposal_id and idempotency_key: approval i
 
 // action gives a controlled action its handler: ONE Backend call running the
 // proposal's domain function under the authority the gate's approval step
-// found. Export delivery waits for staged exports to exist.
+// found.
 func action(d Definition) Tool {
-	if d.Name == "trove_deliver_export" {
-		return define[ExecuteProposalInput, ExecutionResult](d, nil)
-	}
 	d.Status = StatusActive
 	return define(d, func(ctx context.Context, env Env, in ExecuteProposalInput) (ExecutionResult, Effects, error) {
 		res, out, err := env.Backend.ExecuteProposal(ctx, env.Principal, env.Write, in.ProposalID, env.Authorization)

@@ -171,3 +171,8 @@ func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, e
 	}
 	return domain.ProposalDraft{Action: domain.ActionDisposition, Tool: executor("trove_apply_disposition_action"), TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
 }
+
+func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ExportID, 1) // a staged snapshot never changes; its items' versions are bound by the store
+	return domain.ProposalDraft{Action: domain.ActionExportDelivery, Tool: executor("trove_deliver_export"), TargetIDs: t, ExpectedVersions: v}, nil
+}

@@ -241,10 +241,10 @@ type ProposeExportDeliveryInput struct {
 }
 
 func proposeExportDelivery() Tool {
-	return define[ProposeExportDeliveryInput, ProposalView](proposalDefinition(
+	return proposalTool(proposalDefinition(
 		"trove_propose_export_delivery", "Propose delivering an export",
 		"Propose delivering a staged export to its outside channel (eBay, Facebook Marketplace, Etsy, CSV file), bound to the staged snapshot and the item versions it was taken at. Executed by trove_deliver_export and needs explicit seller approval. Lists nothing externally by itself."+proposalFooter,
-		"propose_export_delivery"), nil)
+		"propose_export_delivery"), draftExportDelivery)
 }
 
 // GetProposalInput is the input of trove_get_proposal.

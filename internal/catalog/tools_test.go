@@ -41,7 +41,8 @@ var (
 		"trove_propose_identity_binding", "trove_propose_disposition_action", "trove_get_proposal",
 		"trove_execute_candidate_promotion", "trove_publish_item", "trove_publish_sale", "trove_update_item_status",
 		"trove_apply_bulk_item_update", "trove_notify_matched_buyers", "trove_bind_item_identity",
-		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item"}
+		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item",
+		"trove_propose_export_delivery", "trove_deliver_export"}
 	// ingestionTools are the candidate and draft tools of §13 beyond
 	// trove_create_candidate.
 	ingestionTools = []string{"trove_run_manual_import", "trove_create_status_update_candidate",
@@ -377,7 +378,8 @@ func checkTier(t *testing.T, tool *Tool) {
 // §18.2: categories never auto-approved stay human-only.
 func TestCatalog_ExplicitHumanActions(t *testing.T) {
 	human := []string{"trove_publish_item", "trove_publish_sale", "trove_notify_matched_buyers", "trove_deliver_export",
-		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item"}
+		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item",
+		"trove_propose_export_delivery", "trove_deliver_export"}
 	high := []string{"trove_publish_item", "trove_publish_sale", "trove_notify_matched_buyers", "trove_deliver_export",
 		"trove_release_item_identity", "trove_apply_disposition_action"}
 	for _, name := range specActions {

@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -60,6 +61,22 @@ type NewCandidate struct {
 	Quantity           int    `json:"quantity,omitempty"`
 	SuppliedPriceCents *int64 `json:"supplied_price_cents,omitempty"`
 	Notes              string `json:"notes,omitempty"`
+}
+
+// Validate checks what every Backend requires of a new candidate, before
+// any storage is touched.
+func (in NewCandidate) Validate() error {
+	switch {
+	case strings.TrimSpace(in.SaleID) == "":
+		return Invalid("sale_id", "required")
+	case strings.TrimSpace(in.Title) == "":
+		return Invalid("title", "required")
+	case in.Quantity < 0:
+		return Invalid("quantity", "must not be negative")
+	case in.SuppliedPriceCents != nil && *in.SuppliedPriceCents < 0:
+		return Invalid("supplied_price_cents", "must not be negative")
+	}
+	return nil
 }
 
 // CandidateCreated is the result of the candidate chain (spec §13.1).

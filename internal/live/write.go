@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -22,17 +21,8 @@ func (b *Backend) CreateCandidate(ctx context.Context, p domain.Principal, w dom
 		res domain.CandidateCreated
 		out domain.WriteOutcome
 	)
-	if strings.TrimSpace(in.SaleID) == "" {
-		return res, out, domain.Invalid("sale_id", "required")
-	}
-	if strings.TrimSpace(in.Title) == "" {
-		return res, out, domain.Invalid("title", "required")
-	}
-	if in.Quantity < 0 {
-		return res, out, domain.Invalid("quantity", "must not be negative")
-	}
-	if in.SuppliedPriceCents != nil && *in.SuppliedPriceCents < 0 {
-		return res, out, domain.Invalid("supplied_price_cents", "must not be negative")
+	if err := in.Validate(); err != nil {
+		return res, out, err
 	}
 	h, err := b.hashOf(p)
 	if err != nil {

@@ -590,3 +590,34 @@ func (e *env) digestExcept(tables ...string) map[string]string {
 	}
 	return d
 }
+
+// Export delivery: a staged snapshot is proposed, explicitly approved and
+// delivered once (simulated in mock mode); an item changed since staging
+// makes the delivery stale; a policy can never deliver.
+func TestExportDelivery_StagedProposedApprovedDeliveredOnce(t *testing.T) {
+	e := newEnv(t)
+	stage := e.call("trove_stage_export", map[string]any{"channel": "facebook_marketplace", "item_ids": []string{fixtures.DemoItemID}, "idempotency_key": "exp-stage-0001"})
+	x := dataAs[catalog.StageExportOutput](t, stage)
+	prop := e.propose("trove_propose_export_delivery", map[string]any{"export_id": x.ExportID, "idempotency_key": "exp-prop-0001"})
+	if prop.Tool.Name != "trove_deliver_export" || prop.Approval.Requirement != "explicit_human" || prop.Impact.ExternalDeliveries != 1 ||
+		!slices.ContainsFunc(prop.ExpectedVersions, func(v domain.TargetVersion) bool { return v.ID == fixtures.DemoItemID }) {
+		t.Fatalf("proposal %+v", prop)
+	}
+	exec := map[string]any{"proposal_id": prop.ProposalID, "idempotency_key": "exp-exec-0001"}
+	wantCode(t, e.call("trove_deliver_export", exec), "approval_required", "approval_required")
+	e.approve(prop.ProposalID)
+	done := e.call("trove_deliver_export", exec)
+	res := dataAs[domain.ExecutionResult](t, done)
+	if !res.Simulated || res.DomainFunction != "deliver_export" || e.query("SELECT count(*) FROM simulated_deliveries WHERE kind = 'export_delivery' AND proposal_id = ?", prop.ProposalID) != 1 ||
+		e.query("SELECT count(*) FROM export_drafts WHERE id = ? AND status = 'delivered'", x.ExportID) != 1 {
+		t.Fatalf("delivery %s", done.raw)
+	}
+	exec["idempotency_key"] = "exp-exec-0002"
+	wantCode(t, e.call("trove_deliver_export", exec), "blocked", "approval_already_consumed")
+	// A delivered export cannot be proposed again.
+	wantCode(t, e.call("trove_propose_export_delivery", map[string]any{"export_id": x.ExportID, "idempotency_key": "exp-prop-0002"}), "failed", "domain_transition_invalid")
+	// Staged, then the item changes: stale.
+	stage2 := dataAs[catalog.StageExportOutput](t, e.call("trove_stage_export", map[string]any{"channel": "ebay", "item_ids": []string{fixtures.DemoItemID}, "idempotency_key": "exp-stage-0002"}))
+	e.tamper("UPDATE items SET version = version + 1 WHERE id = ?", fixtures.DemoItemID)
+	wantCode(t, e.call("trove_propose_export_delivery", map[string]any{"export_id": stage2.ExportID, "idempotency_key": "exp-prop-0003"}), "failed", "stale_target_version")
+}
