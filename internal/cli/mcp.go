@@ -87,7 +87,8 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	}
 	g := gate.New(gate.Options{Backend: backend, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger,
 		TracerProvider: tel.Tracer, MeterProvider: tel.Meter})
-	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger})
+	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger,
+		OutputSchemas: f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1"})
 	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
 	transport := opts.Transport
 	if transport == nil {

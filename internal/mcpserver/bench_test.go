@@ -2,12 +2,14 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
 )
 
 // Figures, not assertions: go test -bench . -run '^$' ./internal/mcpserver
@@ -51,5 +53,32 @@ func BenchmarkCreateCandidate_Replay(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
+	}
+}
+
+// BenchmarkToolsListBytes reports the size of a tools/list answer for the
+// public, cataloger and owner sessions (goal for cataloger: ≤ 24 KB).
+func BenchmarkToolsListBytes(b *testing.B) {
+	e := newEnv(b)
+	_, catTok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	_, ownerTok := e.register(fixtures.DemoTenantID, fixtures.DemoUserID)
+	for _, s := range []struct {
+		name, cred string
+		output     bool
+	}{{"public", "public", false}, {"cataloger", catTok, false}, {"owner", ownerTok, false}, {"owner+output_schemas", ownerTok, true}} {
+		b.Run(s.name, func(b *testing.B) {
+			cs := connectServer(b, mcpserver.New(mcpserver.Options{Gate: e.gate, Credential: s.cred, Transport: "inmemory", OutputSchemas: s.output}))
+			var size, tools int
+			for b.Loop() {
+				res, err := cs.ListTools(context.Background(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, _ := json.Marshal(res)
+				size, tools = len(raw), len(res.Tools)
+			}
+			b.ReportMetric(float64(size), "bytes")
+			b.ReportMetric(float64(tools), "tools")
+		})
 	}
 }

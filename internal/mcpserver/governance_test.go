@@ -323,11 +323,11 @@ func TestDiscovery_MockMarksControlledActionsSimulationOnly(t *testing.T) {
 		if tl.Tier != catalog.TierControlledAction {
 			continue
 		}
-		mt := mcpserver.DescribeTool(tl, domain.ModeMock)
+		mt := mcpserver.DescribeTool(tl, domain.ModeMock, false)
 		if mt.Meta["trovesnap/simulation_only"] != true || !strings.HasPrefix(mt.Description, "[simulation only in mock mode]") {
 			t.Errorf("%s not marked simulation-only in mock mode", tl.Name)
 		}
-		if live := mcpserver.DescribeTool(tl, domain.ModeLive); live.Meta["trovesnap/simulation_only"] != nil {
+		if live := mcpserver.DescribeTool(tl, domain.ModeLive, false); live.Meta["trovesnap/simulation_only"] != nil {
 			t.Errorf("%s marked simulation-only in live mode", tl.Name)
 		}
 	}

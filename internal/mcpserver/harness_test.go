@@ -65,7 +65,8 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 func connect(t testing.TB, g *gate.Gate, credential string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: credential, Transport: "inmemory"})
+	// Tests see the output schemas, to validate every envelope against them.
+	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: credential, Transport: "inmemory", OutputSchemas: true})
 	sct, cct := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, sct, nil)
 	if err != nil {

@@ -32,6 +32,12 @@ type Options struct {
 	Credential string
 	Transport  string // stdio | inmemory | http
 	Logger     *slog.Logger
+	// OutputSchemas advertises each tool's outputSchema (the §22 envelope
+	// around its data). Off by default: tools/list lands in the model's
+	// context, and the envelopes repeated on 48 tools cost ~190 KB there;
+	// structuredContent is sent either way and the schemas are versioned in
+	// the catalog. Clients that validate results can turn it on.
+	OutputSchemas bool
 }
 
 // New builds the MCP server over a gate.
@@ -49,7 +55,7 @@ func New(o Options) *mcp.Server {
 	mode := o.Gate.Mode()
 	for i := range catalog.All() {
 		t := &catalog.All()[i]
-		s.AddTool(DescribeTool(t, mode), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.AddTool(DescribeTool(t, mode, o.OutputSchemas), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// Normally unreachable: the middleware answers every tools/call.
 			c := gateCall(o, req.Params)
 			c.Progress = progressFunc(ctx, req.Session, req.Params)
@@ -136,7 +142,7 @@ func result(env *gate.Envelope) *mcp.CallToolResult {
 
 // DescribeTool describes a catalog tool to MCP. Annotations come from tier
 // and risk; in mock mode controlled actions say they only simulate.
-func DescribeTool(t *catalog.Tool, mode domain.Mode) *mcp.Tool {
+func DescribeTool(t *catalog.Tool, mode domain.Mode, withOutput bool) *mcp.Tool {
 	h := catalog.HintsFor(t)
 	desc := t.Description
 	meta := mcp.Meta{
@@ -150,12 +156,11 @@ func DescribeTool(t *catalog.Tool, mode domain.Mode) *mcp.Tool {
 		desc = "[simulation only in mock mode] " + desc
 		meta["trovesnap/simulation_only"] = true
 	}
-	return &mcp.Tool{
-		Name:         t.Name,
-		Title:        t.Title,
-		Description:  desc,
-		InputSchema:  t.InputSchema,
-		OutputSchema: envelopeSchema(t),
+	tool := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: desc,
+		InputSchema: t.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Title,
 			ReadOnlyHint:    h.ReadOnly,
@@ -165,6 +170,10 @@ func DescribeTool(t *catalog.Tool, mode domain.Mode) *mcp.Tool {
 		},
 		Meta: meta,
 	}
+	if withOutput { // a typed nil would read as a present schema
+		tool.OutputSchema = envelopeSchema(t)
+	}
+	return tool
 }
 
 // EnvelopeSchema is the output schema of a tool: the §22 envelope whose data
