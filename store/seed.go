@@ -69,7 +69,7 @@ const (
 // lock, so when two processes create the file at once exactly one seeds; and
 // a start-up that crashed between migration and seeding is completed by the
 // next one.
-func (s *Store) initialize(ctx context.Context, seed *domain.Dataset) error {
+func (s *Store) initialize(ctx context.Context, seed *domain.Dataset, seedFn func() domain.Dataset) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return s.openErr("initialize: begin", err)
@@ -83,6 +83,10 @@ func (s *Store) initialize(ctx context.Context, seed *domain.Dataset) error {
 		return nil
 	}
 	now := s.clock.Now()
+	if seed == nil && seedFn != nil {
+		d := seedFn()
+		seed = &d
+	}
 	if seed != nil {
 		if err := insertDataset(ctx, tx, *seed); err != nil {
 			return fmt.Errorf("store: open %s: seed: %w", s.path, err)

@@ -47,6 +47,9 @@ type Options struct {
 	IDs domain.IDs
 	// Seed is inserted once, when the database is created.
 	Seed *domain.Dataset
+	// SeedFunc, when Seed is nil, supplies the seed only if the database
+	// needs one, so opening an existing database never pays for it.
+	SeedFunc func() domain.Dataset
 	// Synchronous is "NORMAL" (default) or "FULL"; see doc.go.
 	Synchronous string
 	// Logger receives driver errors at debug level. Default: discard. The
@@ -138,7 +141,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, err
 	}
-	if err := s.initialize(ctx, opts.Seed); err != nil {
+	if err := s.initialize(ctx, opts.Seed, opts.SeedFunc); err != nil {
 		_ = s.w.Close()
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
@@ -51,7 +49,7 @@ func Hash(p domain.Proposal) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("approval: encode proposal %s: %w", p.ID, err)
 	}
-	canon, err := jcs.Transform(b)
+	canon, err := domain.CanonicalJSON(b)
 	if err != nil {
 		return "", fmt.Errorf("approval: canonicalise proposal %s: %w", p.ID, err)
 	}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -39,6 +40,13 @@ func TestCatalog_Invariants(t *testing.T) {
 			}
 			if !slices.Contains(tiers, tool.Tier) || tool.Risk == "" || tool.Status == "" || tool.Approval == "" {
 				t.Errorf("incomplete classification: %+v", tool.Definition)
+			}
+			// Schemas resolve lazily at a tool's first call: prove every one resolves.
+			if _, err := tool.InputSchema.Resolve(nil); err != nil {
+				t.Errorf("input schema does not resolve: %v", err)
+			}
+			if _, err := tool.Decode([]byte(`{}`)); err != nil && !errors.Is(err, domain.ErrInvalidInput) {
+				t.Errorf("decoding {}: %v", err)
 			}
 			if tool.Status == StatusActive && !tool.HasHandler() {
 				t.Error("active tool without a handler")

@@ -11,11 +11,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/gowebpki/jcs"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -57,23 +57,26 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s output schema: %v", d.Name, err))
 	}
-	resolved, err := in.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s input schema does not resolve: %v", d.Name, err))
-	}
 	t := Tool{
 		Definition:       d,
 		InputSchema:      in,
 		OutputSchema:     out,
 		InputSchemaHash:  schemaHash(in),
 		OutputSchemaHash: schemaHash(out),
-		resolved:         resolved,
 	}
 	limit := MaxArgumentBytes
 	if d.MaxArgumentBytes > 0 {
 		limit = d.MaxArgumentBytes
 	}
+	// Resolving compiles every pattern: done on a tool's first call rather
+	// than at start-up, which keeps a server's cold start short. The catalog
+	// test decodes through every tool, so a bad schema still fails the build.
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return in.Resolve(nil) })
 	t.decode = func(raw json.RawMessage) (any, error) {
+		resolved, err := resolve()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %s input schema does not resolve: %w", d.Name, domain.ErrUnavailable)
+		}
 		var v In
 		if err := decodeStrict(resolved, raw, &v, limit); err != nil {
 			return nil, err
@@ -98,7 +101,7 @@ func schemaHash(s *jsonschema.Schema) string {
 	if err != nil {
 		panic(err)
 	}
-	c, err := jcs.Transform(b)
+	c, err := domain.CanonicalJSON(b)
 	if err != nil {
 		panic(err)
 	}

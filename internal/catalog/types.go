@@ -132,9 +132,8 @@ type Tool struct {
 	InputSchemaHash  string
 	OutputSchemaHash string
 
-	resolved *jsonschema.Resolved
-	decode   func(raw json.RawMessage) (any, error)
-	handle   func(ctx context.Context, env Env, in any) (any, Effects, error)
+	decode func(raw json.RawMessage) (any, error)
+	handle func(ctx context.Context, env Env, in any) (any, Effects, error)
 }
 
 // HasHandler reports whether the tool's capability exists yet.

@@ -63,16 +63,15 @@ func (f *Factory) Config(dbFlag string) (config.Config, error) {
 // simulation, seeded from fixtures; in live mode the local outbox and replay
 // cache, which holds no fixture data.
 func (f *Factory) OpenStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (*store.Store, error) {
-	var seed *domain.Dataset
+	var seed func() domain.Dataset
 	if cfg.Mode != domain.ModeLive {
-		ds := fixtures.Dataset()
-		seed = &ds
+		seed = fixtures.Dataset // parsed only when a new database needs it
 	}
 	st, err := store.Open(ctx, cfg.DBPath, store.Options{
 		Mode:        cfg.Mode,
 		Clock:       f.Clock,
 		IDs:         f.IDs,
-		Seed:        seed,
+		SeedFunc:    seed,
 		Synchronous: cfg.Synchronous,
 		Logger:      logger,
 	})

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -575,7 +574,7 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 		}
 		body, _ = json.Marshal(m)
 	}
-	if c, err := jcs.Transform(body); err == nil {
+	if c, err := domain.CanonicalJSON(body); err == nil {
 		body = c
 	}
 	sum := sha256.Sum256(body)
