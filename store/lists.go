@@ -142,36 +142,54 @@ func (s *Store) ListSales(ctx context.Context, p domain.Principal, q domain.Sale
 		return page, err
 	}
 	err = s.withRead(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+saleCols+" FROM estate_sales"+w.sql()+" ORDER BY starts_at, id LIMIT ?",
-			append(w.args, limit+1)...)
-		if err != nil {
-			return s.dbErr("list sales", err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			sl, err := scanSale(rows)
-			if err != nil {
-				return s.dbErr("list sales: scan", err)
-			}
-			page.Rows = append(page.Rows, sl)
-		}
-		if err := rows.Err(); err != nil {
-			return s.dbErr("list sales", err)
-		}
-		return nil
+		var err error
+		page.Rows, err = collect(s, "list sales", scanSale)(tx.QueryContext(ctx, "SELECT "+saleCols+" FROM estate_sales"+w.sql()+
+			" ORDER BY starts_at, id LIMIT ?", append(w.args, limit+1)...))
+		return err
 	})
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
+	return finishPage(page.Rows, limit, CursorSales, p.TenantID, func(sl domain.Sale) domain.Keyset {
+		return domain.Keyset{Key: ts(sl.StartsAt), ID: sl.ID}
+	}), nil
+}
+
+// collect scans every row of a list query (closing it), wrapping driver
+// errors as op.
+func collect[T any](s *Store, op string, scan func(interface{ Scan(...any) error }) (T, error)) func(*sql.Rows, error) ([]T, error) {
+	return func(rows *sql.Rows, err error) ([]T, error) {
+		if err != nil {
+			return nil, s.dbErr(op, err)
+		}
+		defer func() { _ = rows.Close() }()
+		var out []T
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return nil, s.dbErr(op+": scan", err)
+			}
+			out = append(out, v)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, s.dbErr(op, err)
+		}
+		return out, nil
+	}
+}
+
+// finishPage trims a keyset page fetched with limit+1 rows and sets the
+// cursor of the next page from the last row kept.
+func finishPage[T any](rows []T, limit int, kind, tenantID string, keyOf func(T) domain.Keyset) domain.Page[T] {
+	page := domain.Page[T]{Rows: rows}
 	if len(page.Rows) > limit {
 		page.Rows = page.Rows[:limit]
-		last := page.Rows[limit-1]
-		page.NextCursor = domain.EncodeCursor(CursorSales, p.TenantID, domain.Keyset{Key: ts(last.StartsAt), ID: last.ID})
+		page.NextCursor = domain.EncodeCursor(kind, tenantID, keyOf(page.Rows[limit-1]))
 	}
 	if page.Rows == nil {
-		page.Rows = []domain.Sale{}
+		page.Rows = []T{}
 	}
-	return page, nil
+	return page
 }
 
 func scanSale(r interface{ Scan(...any) error }) (domain.Sale, error) {
@@ -376,36 +394,17 @@ func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain
 				return err
 			}
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT "+candidateCols+" FROM inventory_candidates"+w.sql()+
-			" ORDER BY created_at, id LIMIT ?", append(w.args, limit+1)...)
-		if err != nil {
-			return s.dbErr("list candidates", err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			c, err := scanCandidate(rows)
-			if err != nil {
-				return s.dbErr("list candidates: scan", err)
-			}
-			page.Rows = append(page.Rows, c)
-		}
-		if err := rows.Err(); err != nil {
-			return s.dbErr("list candidates", err)
-		}
-		return nil
+		var err error
+		page.Rows, err = collect(s, "list candidates", scanCandidate)(tx.QueryContext(ctx, "SELECT "+candidateCols+
+			" FROM inventory_candidates"+w.sql()+" ORDER BY created_at, id LIMIT ?", append(w.args, limit+1)...))
+		return err
 	})
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	if len(page.Rows) > limit {
-		page.Rows = page.Rows[:limit]
-		last := page.Rows[limit-1]
-		page.NextCursor = domain.EncodeCursor(CursorCandidates, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
-	}
-	if page.Rows == nil {
-		page.Rows = []domain.Candidate{}
-	}
-	return page, nil
+	return finishPage(page.Rows, limit, CursorCandidates, p.TenantID, func(c domain.Candidate) domain.Keyset {
+		return domain.Keyset{Key: ts(c.CreatedAt), ID: c.ID}
+	}), nil
 }
 
 func scanCandidate(r interface{ Scan(...any) error }) (domain.Candidate, error) {
