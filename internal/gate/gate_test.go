@@ -1,0 +1,92 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// The taxonomy is exactly the spec's 25 codes, each with a model-safe message.
+func TestCodes_ExactlyTheTaxonomyWithMessages(t *testing.T) {
+	seen := map[Code]bool{}
+	for _, c := range Codes() {
+		if seen[c] {
+			t.Errorf("%s twice", c)
+		}
+		seen[c] = true
+		m := c.Message()
+		if m == "" || strings.Contains(strings.ToLower(m), "sql") || strings.Contains(m, "panic") {
+			t.Errorf("%s: message %q", c, m)
+		}
+	}
+	if len(seen) != 25 || len(codes) != 25 {
+		t.Errorf("%d codes listed, %d described; the spec has 25", len(seen), len(codes))
+	}
+}
+
+// A domain reason is added to the code's message; storage prefixes and the
+// sentinel's own text are not repeated.
+func TestDetailed_AddsTheDomainReasonOnly(t *testing.T) {
+	err := fmt.Errorf("store: item_991 is at version 8, the proposal expected 7: %w", domain.ErrStaleVersion)
+	f := detailed(CodeStaleTargetVersion, err, domain.ErrStaleVersion)
+	if !strings.HasSuffix(f.message, "(item_991 is at version 8, the proposal expected 7)") || strings.Contains(f.message, "store:") {
+		t.Errorf("message %q", f.message)
+	}
+	if f := detailed(CodeStaleTargetVersion, domain.ErrStaleVersion, domain.ErrStaleVersion); f.message != "" {
+		t.Errorf("a bare sentinel got a reason: %q", f.message)
+	}
+}
+
+func TestCheckVersion_PinnedMajorDeprecatedUnsupported(t *testing.T) {
+	tool := &catalog.Tool{Definition: catalog.Definition{Name: "x", Version: "2.1.0", Status: catalog.StatusActive, DeprecatedMajors: []int{1}}}
+	cases := []struct {
+		pin        any
+		deprecated bool
+		ok         bool
+	}{{nil, false, true}, {"2", false, true}, {"v2.1", false, true}, {"1", true, true}, {"3", false, false}, {7, false, false}, {"two", false, false}}
+	for _, c := range cases {
+		meta := map[string]any{}
+		if c.pin != nil {
+			meta[MetaToolVersion] = c.pin
+		}
+		dep, f := checkVersion(meta, tool)
+		if dep != c.deprecated || (f == nil) != c.ok || (f != nil && f.code != CodeToolVersionUnsupported) {
+			t.Errorf("pin %v: deprecated %v, failure %+v", c.pin, dep, f)
+		}
+	}
+	tool.Status = catalog.StatusDeprecated
+	if dep, f := checkVersion(map[string]any{}, tool); !dep || f != nil {
+		t.Error("a deprecated tool is deprecated at any version")
+	}
+}
+
+// Principal errors fail closed: anything unexpected is service_unavailable.
+func TestPrincipalFailure_FailsClosed(t *testing.T) {
+	for err, want := range map[error]Code{
+		domain.ErrClientSuspended:                  CodeClientSuspended,
+		domain.ErrClientNotRegistered:              CodeClientNotRegistered,
+		domain.ErrAuthRequired:                     CodeAuthenticationRequired,
+		errors.New("disk on fire"):                 CodeServiceUnavailable,
+		fmt.Errorf("x: %w", domain.ErrUnavailable): CodeServiceUnavailable,
+	} {
+		if got := principalFailure(err).code; got != want {
+			t.Errorf("%v → %s, want %s", err, got, want)
+		}
+	}
+}
+
+func TestLimitClass_PerTier(t *testing.T) {
+	for tier, want := range map[catalog.Tier]string{
+		catalog.TierPublicRead: domain.LimitReads, catalog.TierTenantRead: domain.LimitReads,
+		catalog.TierCandidateWrite: domain.LimitCandidateWrites, catalog.TierActionProposal: domain.LimitProposals,
+		catalog.TierControlledAction: domain.LimitControlledActions,
+	} {
+		if got := limitClass(tier); got != want {
+			t.Errorf("%s → %s", tier, got)
+		}
+	}
+}
