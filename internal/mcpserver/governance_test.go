@@ -300,7 +300,7 @@ func TestVersion_DeprecatedWarnsAndIsCounted(t *testing.T) {
 		}
 	}
 	if deprecated == nil {
-		t.Skip("no deprecated tool in the catalog")
+		t.Fatal("no deprecated tool with a handler in the catalog (trove_demand_signals should be one)")
 	}
 	env := e.call(deprecated.Name, map[string]any{})
 	if env.Status != "succeeded_with_warnings" || !strings.Contains(env.raw, "tool_deprecated") {
