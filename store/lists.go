@@ -89,6 +89,19 @@ func oneOf(field, v string, allowed []string) error {
 
 // requireTenant refuses a principal without a tenant (anonymous): every list
 // here is tenant data.
+// listPrelude is what every tenant list checks first: a tenant principal,
+// a page size in range, and a filter value the list knows.
+func listPrelude(p domain.Principal, limit int, field, value string, allowed []string) (int, error) {
+	if err := requireTenant(p); err != nil {
+		return 0, err
+	}
+	n, err := pageLimit(limit)
+	if err != nil {
+		return 0, err
+	}
+	return n, oneOf(field, value, allowed)
+}
+
 func requireTenant(p domain.Principal) error {
 	if p.TenantID == "" {
 		return fmt.Errorf("store: tenant data needs a tenant principal: %w", domain.ErrAuthRequired)
@@ -122,14 +135,8 @@ const saleCols = `id, tenant_id, title, status, visibility, city, region, postal
 // ListSales lists the sales of the principal's tenant in (starts_at, id) order.
 func (s *Store) ListSales(ctx context.Context, p domain.Principal, q domain.SaleQuery) (domain.Page[domain.Sale], error) {
 	var page domain.Page[domain.Sale]
-	if err := requireTenant(p); err != nil {
-		return page, err
-	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, saleStatuses)
 	if err != nil {
-		return page, err
-	}
-	if err := oneOf("status", q.Status, saleStatuses); err != nil {
 		return page, err
 	}
 	var w where
@@ -232,14 +239,8 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 // the extras inc asks for, read in the same snapshot as the page.
 func (s *Store) ListItemDetails(ctx context.Context, p domain.Principal, q domain.ItemQuery, inc domain.ItemIncludes) (domain.Page[domain.ItemDetail], error) {
 	var page domain.Page[domain.ItemDetail]
-	if err := requireTenant(p); err != nil {
-		return page, err
-	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, itemStatuses)
 	if err != nil {
-		return page, err
-	}
-	if err := oneOf("status", q.Status, itemStatuses); err != nil {
 		return page, err
 	}
 	var w where
@@ -366,14 +367,8 @@ const candidateCols = `id, tenant_id, sale_id, kind, title, description, categor
 // (created_at, id) order.
 func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain.CandidateQuery) (domain.Page[domain.Candidate], error) {
 	var page domain.Page[domain.Candidate]
-	if err := requireTenant(p); err != nil {
-		return page, err
-	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := listPrelude(p, q.Limit, "review_status", q.ReviewStatus, reviewStatuses)
 	if err != nil {
-		return page, err
-	}
-	if err := oneOf("review_status", q.ReviewStatus, reviewStatuses); err != nil {
 		return page, err
 	}
 	var w where

@@ -475,14 +475,8 @@ func (s *Store) recordCandidates(ctx context.Context, tx *sql.Tx, tenantID strin
 // newest first: keyset on (effective_at, id) descending.
 func (s *Store) ListStatusEvents(ctx context.Context, p domain.Principal, q domain.StatusEventQuery) (domain.Page[domain.StatusEvent], error) {
 	var page domain.Page[domain.StatusEvent]
-	if err := requireTenant(p); err != nil {
-		return page, err
-	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := listPrelude(p, q.Limit, "to_status", q.ToStatus, itemStatuses)
 	if err != nil {
-		return page, err
-	}
-	if err := oneOf("to_status", q.ToStatus, itemStatuses); err != nil {
 		return page, err
 	}
 	var w where
@@ -574,14 +568,8 @@ func (s *Store) checkItem(ctx context.Context, q queryRower, p domain.Principal,
 // names it (items.qr_code is the one record of binding).
 func (s *Store) ListLabelBatches(ctx context.Context, p domain.Principal, q domain.LabelBatchQuery) (domain.Page[domain.LabelBatchSummary], error) {
 	var page domain.Page[domain.LabelBatchSummary]
-	if err := requireTenant(p); err != nil {
-		return page, err
-	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, labelBatchStatuses)
 	if err != nil {
-		return page, err
-	}
-	if err := oneOf("status", q.Status, labelBatchStatuses); err != nil {
 		return page, err
 	}
 	var w where
