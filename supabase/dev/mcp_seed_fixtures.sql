@@ -20,15 +20,24 @@ DECLARE
 BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_admin');
     PERFORM set_config('trovesnap.system', 'on', true);
-    ALTER TABLE trovesnap.plugin_events DISABLE TRIGGER USER;
-    ALTER TABLE trovesnap.item_price_history DISABLE TRIGGER USER;
-    TRUNCATE trovesnap.plugin_events, trovesnap.idempotency_keys, trovesnap.rate_counters, trovesnap.mcp_limits,
+    FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
+        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events']
+    LOOP
+        EXECUTE format('ALTER TABLE trovesnap.%I DISABLE TRIGGER USER', s);
+    END LOOP;
+    TRUNCATE trovesnap.item_status_events, trovesnap.item_provenance, trovesnap.policy_uses,
+             trovesnap.automation_policy_versions, trovesnap.automation_policies, trovesnap.approval_grants,
+             trovesnap.proposals,
+             trovesnap.plugin_events, trovesnap.idempotency_keys, trovesnap.rate_counters, trovesnap.mcp_limits,
              trovesnap.demand_signals, trovesnap.inventory_candidates, trovesnap.source_records, trovesnap.import_runs,
              trovesnap.source_descriptors, trovesnap.item_price_history, trovesnap.item_photos, trovesnap.items,
              trovesnap.membership_sales, trovesnap.estate_sales, trovesnap.mcp_clients, trovesnap.memberships,
              trovesnap.users, trovesnap.tenants;
-    ALTER TABLE trovesnap.plugin_events ENABLE TRIGGER USER;
-    ALTER TABLE trovesnap.item_price_history ENABLE TRIGGER USER;
+    FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
+        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events']
+    LOOP
+        EXECUTE format('ALTER TABLE trovesnap.%I ENABLE TRIGGER USER', s);
+    END LOOP;
 
     INSERT INTO trovesnap.tenants (id, name)
     SELECT x ->> 'id', x ->> 'name' FROM jsonb_array_elements(coalesce(p_dataset -> 'tenants', '[]')) x;
