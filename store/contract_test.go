@@ -37,6 +37,8 @@ func TestContract_Store(t *testing.T) {
 				}
 				return ev
 			},
+			Admin:   func(*testing.T, string, string) domain.ApprovalAdmin { return s },
+			Clients: func(*testing.T, string, string) domain.ClientAdmin { return s },
 		}
 	})
 }

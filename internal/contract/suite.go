@@ -26,6 +26,13 @@ type Instance struct {
 	Counts func(t *testing.T) map[string]int64
 	// Events returns every recorded plugin_event, in append order.
 	Events func(t *testing.T) []domain.Event
+	// Admin is the human approval surface acting as the user userID of
+	// tenantID: the store itself, or a live seller session of that user
+	// (so the database, under the user's JWT, decides what it may do).
+	Admin func(t *testing.T, tenantID, userID string) domain.ApprovalAdmin
+	// Clients is the client administration surface acting as userID of
+	// tenantID, like Admin.
+	Clients func(t *testing.T, tenantID, userID string) domain.ClientAdmin
 }
 
 // Bookkeeping tables change on every call; "nothing changed" means every

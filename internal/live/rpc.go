@@ -59,6 +59,12 @@ func (e *PostgRESTError) UnmarshalJSON(b []byte) error {
 // failure — network, timeout, a status or body we do not expect — is
 // ErrUnavailable, so the gate fails closed.
 func (b *Backend) call(ctx context.Context, fn string, args any, out any) error {
+	return b.callAs(ctx, b.key, fn, args, out)
+}
+
+// callAs is call with another bearer token (a seller's access token); the
+// apikey header stays the Backend's.
+func (b *Backend) callAs(ctx context.Context, bearer secret, fn string, args any, out any) error {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("live: %s: encode arguments: %w", fn, domain.ErrInvalidInput)
@@ -70,7 +76,7 @@ func (b *Backend) call(ctx context.Context, fn string, args any, out any) error 
 		return b.unavailable(fn, err)
 	}
 	req.Header.Set("apikey", b.apiKey.reveal())
-	req.Header.Set("Authorization", "Bearer "+b.key.reveal())
+	req.Header.Set("Authorization", "Bearer "+bearer.reveal())
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := b.hc.Do(req)

@@ -41,8 +41,11 @@ BEGIN
 
     INSERT INTO trovesnap.tenants (id, name)
     SELECT x ->> 'id', x ->> 'name' FROM jsonb_array_elements(coalesce(p_dataset -> 'tenants', '[]')) x;
-    INSERT INTO trovesnap.users (id, display_name, email)
-    SELECT x ->> 'id', coalesce(x ->> 'display_name', ''), coalesce(x ->> 'email', '')
+    -- auth_subject: the Supabase Auth user id a seller signs in as; in
+    -- development a UUID derived from the user id (pgtest.AuthSubject).
+    INSERT INTO trovesnap.users (id, display_name, email, auth_subject)
+    SELECT x ->> 'id', coalesce(x ->> 'display_name', ''), coalesce(x ->> 'email', ''),
+        md5('trovesnap-user:' || (x ->> 'id'))::uuid::text
     FROM jsonb_array_elements(coalesce(p_dataset -> 'users', '[]')) x;
     INSERT INTO trovesnap.memberships (id, tenant_id, user_id, role)
     SELECT x ->> 'id', x ->> 'tenant_id', x ->> 'user_id', x ->> 'role'

@@ -3,9 +3,11 @@ package pgtest
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +71,23 @@ func (e *Endpoint) Close() {
 func (e *Endpoint) Token(role string, ttl time.Duration) string {
 	now := time.Now()
 	return e.sign(map[string]any{"role": role, "iss": "trovesnap-pgtest", "iat": now.Unix(), "exp": now.Add(ttl).Unix()})
+}
+
+// UserToken mints the access token of a signed-in Supabase Auth user: role
+// authenticated, sub the user's auth subject (see AuthSubject), valid for ttl.
+func (e *Endpoint) UserToken(subject string, ttl time.Duration) string {
+	now := time.Now()
+	return e.sign(map[string]any{"role": "authenticated", "sub": subject, "aud": "authenticated", "iss": "trovesnap-pgtest",
+		"iat": now.Unix(), "exp": now.Add(ttl).Unix()})
+}
+
+// AuthSubject is the Supabase Auth user id (the JWT sub) the development
+// seed links to a TroveSnap user: a UUID derived from the user id, exactly
+// as mcp_seed_fixtures computes it.
+func AuthSubject(userID string) string {
+	sum := md5.Sum([]byte("trovesnap-user:" + userID))
+	h := hex.EncodeToString(sum[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 func (e *Endpoint) sign(claims map[string]any) string {
