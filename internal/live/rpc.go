@@ -131,7 +131,25 @@ const (
 	codePermissionDenied    = "permission_denied"
 	codeSaleAssignment      = "sale_assignment"
 	codeForbidden           = "forbidden"
+	codeNotFound            = "not_found"
+	codeAuthRequired        = "auth_required"
 )
+
+// reasoned maps the codes whose detail is a reason the RPC wrote (shown to
+// the caller after safeReason) to their sentinels: trovesnap.fail('<code>',
+// '<reason>') becomes "<reason>: <sentinel>".
+var reasoned = map[string]error{
+	"stale_version":        domain.ErrStaleVersion,
+	"transition_invalid":   domain.ErrTransitionInvalid,
+	"candidate_required":   domain.ErrCandidateRequired,
+	"approval_required":    domain.ErrApprovalRequired,
+	"approval_invalid":     domain.ErrApprovalInvalid,
+	"approval_expired":     domain.ErrApprovalExpired,
+	"approval_revoked":     domain.ErrApprovalRevoked,
+	"approval_consumed":    domain.ErrApprovalConsumed,
+	"proposal_changed":     domain.ErrProposalChanged,
+	"idempotency_inflight": domain.ErrIdempotencyInFlight,
+}
 
 // mapError turns a PostgREST error into the domain's sentinel. Only the
 // stable code, the field and our own details are read; Postgres' message
@@ -171,9 +189,21 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 		return fmt.Errorf("live: %s: %s: %w", fn, field, domain.ErrPermissionDenied)
 	case codeSaleAssignment:
 		return fmt.Errorf("live: %s: sale not assigned: %w", fn, domain.ErrSaleAssignment)
+	case codeNotFound:
+		// A record the caller may not see or that does not exist: the same
+		// answer for both (no existence oracle).
+		return fmt.Errorf("live: %s: %s: %w", fn, field, domain.ErrNotFound)
+	case codeAuthRequired:
+		return fmt.Errorf("live: %s: %w", fn, domain.ErrAuthRequired)
 	case codeForbidden:
 		b.log.Error("live: the server key's role may not call this RPC: mint it with role trovesnap_mcp", "rpc", fn)
 	default:
+		if sentinel, ok := reasoned[code]; ok {
+			if pe.Details == "" {
+				return fmt.Errorf("live: %s: %w", fn, sentinel)
+			}
+			return fmt.Errorf("%s: %w", safeReason(pe.Details), sentinel)
+		}
 		b.log.Debug("live: unknown trovesnap error code", "rpc", fn, "code", code)
 	}
 	return fmt.Errorf("live: %s: %w", fn, domain.ErrUnavailable)
