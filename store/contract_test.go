@@ -39,6 +39,7 @@ func TestContract_Store(t *testing.T) {
 			},
 			Admin:   func(*testing.T, string, string) domain.ApprovalAdmin { return s },
 			Clients: func(*testing.T, string, string) domain.ClientAdmin { return s },
+			Grants:  func(*testing.T, string, string) contract.GrantIssuer { return s },
 		}
 	})
 }

@@ -33,6 +33,15 @@ type Instance struct {
 	// Clients is the client administration surface acting as userID of
 	// tenantID, like Admin.
 	Clients func(t *testing.T, tenantID, userID string) domain.ClientAdmin
+	// Grants is the part of Admin that issues and revokes grants, acting as
+	// userID of tenantID (the approval cases need only this).
+	Grants func(t *testing.T, tenantID, userID string) GrantIssuer
+}
+
+// GrantIssuer issues and revokes human approval grants.
+type GrantIssuer interface {
+	IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, error)
+	RevokeGrant(ctx context.Context, tenantID, grantID, actorID string) (domain.Grant, error)
 }
 
 // Bookkeeping tables change on every call; "nothing changed" means every
@@ -50,6 +59,10 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("AppendEvent", func(t *testing.T) { testAppendEvent(t, open(t)) })
 	t.Run("ConsumeRateAcrossInstances", func(t *testing.T) { testConsumeRate(t, open(t)) })
 	t.Run("CheckIdempotency", func(t *testing.T) { testCheckIdempotency(t, open(t)) })
+	runReads(t, open)     // suite_reads.go: public and scoped reads
+	runApprovals(t, open) // suite_approvals.go: proposals, grants, controlled actions
+	runSeller(t, open)    // suite_seller.go: the human approval surface
+	runClients(t, open)   // suite_clients.go: client administration
 }
 
 var ctx = context.Background()

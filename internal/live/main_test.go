@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -63,6 +64,39 @@ func TestContract_Live(t *testing.T) {
 				}
 				return ev
 			},
+			Admin: func(t *testing.T, _, userID string) domain.ApprovalAdmin {
+				a, ok := any(sellerAs(t, env, userID)).(domain.ApprovalAdmin)
+				if !ok {
+					t.Fatal("live.Seller does not implement domain.ApprovalAdmin")
+				}
+				return a
+			},
+			Clients: func(t *testing.T, _, userID string) domain.ClientAdmin {
+				a, ok := any(sellerAs(t, env, userID)).(domain.ClientAdmin)
+				if !ok {
+					t.Fatal("live.Seller does not implement domain.ClientAdmin")
+				}
+				return a
+			},
+			Grants: func(t *testing.T, _, userID string) contract.GrantIssuer {
+				a, ok := any(sellerAs(t, env, userID)).(contract.GrantIssuer)
+				if !ok {
+					t.Fatal("live.Seller does not issue grants")
+				}
+				return a
+			},
 		}
 	})
+}
+
+// sellerAs is a seller session of the dataset user userID: the access token
+// of its Supabase Auth subject, the project's public key as apikey.
+func sellerAs(t *testing.T, env *pgtest.Env, userID string) *live.Seller {
+	t.Helper()
+	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour)},
+		env.Endpoint.UserToken(pgtest.AuthSubject(userID), time.Hour))
+	if err != nil {
+		t.Fatalf("live.NewSeller: %v", err)
+	}
+	return s
 }
