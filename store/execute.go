@@ -12,22 +12,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// domainFunctions maps a proposal action to the P5/P6 domain function that
-// executes it (§16).
-var domainFunctions = map[string]string{
-	domain.ActionPromoteCandidate: "promote_inventory_candidate",
-	domain.ActionPublishItem:      "publish_item",
-	domain.ActionPublishSale:      "publish_sale",
-	domain.ActionStatusTransition: "append_inventory_status_event",
-	domain.ActionArchiveItem:      "append_inventory_status_event",
-	domain.ActionBulkItemUpdate:   "update_item_fields",
-	domain.ActionBindIdentity:     "bind_item_identity",
-	domain.ActionReleaseIdentity:  "release_item_identity",
-	domain.ActionDisposition:      "apply_disposition_action",
-	domain.ActionBuyerNotify:      "notify_matched_buyers",
-	domain.ActionExportDelivery:   "deliver_export",
-}
-
 // ExecuteProposal runs an approved proposal's ONE domain function. In one
 // IMMEDIATE transaction (with the idempotency row and the event) it:
 // re-reads the proposal and checks it still has the hash the approval step
@@ -78,11 +62,11 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 			}
 		}
 		if len(stale) > 0 {
-			return res, domain.Related{}, staleError(stale, want, got)
+			return res, domain.Related{}, domain.StaleError(stale, want, got)
 		}
 		res = domain.ExecutionResult{
 			ProposalID: prop.ID, Executed: true, Simulated: s.mode == domain.ModeMock,
-			DomainFunction: domainFunctions[prop.Action], Results: []domain.TargetOutcome{},
+			DomainFunction: domain.DomainFunction(prop.Action), Results: []domain.TargetOutcome{},
 			Approval: domain.ExecutionApproval{Decision: auth.Decision, ApprovalID: &grantID},
 		}
 		if auth.PolicyID != "" {
@@ -240,7 +224,7 @@ func (s *Store) runDomainFunction(ctx context.Context, tx *sql.Tx, p domain.Prin
 		var v int
 		switch prop.Action {
 		case domain.ActionPublishItem:
-			if missing := readinessProblems(it); len(missing) > 0 || it.Status != domain.ItemReady {
+			if missing := domain.PublicationReadiness(it); len(missing) > 0 || it.Status != domain.ItemReady {
 				return fmt.Errorf("item %s is no longer ready to publish: %w", id, domain.ErrTransitionInvalid)
 			}
 			v, err = s.appendInventoryStatusEvent(ctx, tx, prop, it, domain.ItemPublished, ts(now), "seller_approved", now)

@@ -15,7 +15,7 @@ import (
 var _ domain.ApprovalAdmin = (*Store)(nil)
 
 // DefaultProposalTTL is how long a proposal can be approved and executed.
-const DefaultProposalTTL = time.Hour
+const DefaultProposalTTL = domain.DefaultProposalTTL
 
 // CreateProposal validates a draft against current state, builds the
 // immutable proposal (targets, expected versions, exact changes, impact,
@@ -275,7 +275,7 @@ func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string
 		if n == 0 {
 			return 0, domain.UnknownRef("target", id, false)
 		}
-		return exportVersion, nil
+		return domain.ExportVersion, nil
 	default:
 		return 0, domain.UnknownRef("target", id, false)
 	}

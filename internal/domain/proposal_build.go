@@ -1,0 +1,577 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Proposal building (§15): the rules that turn a draft into the content of
+// an immutable proposal, written once for every Backend. A Backend loads the
+// current state of the targets (inside the transaction that stores the
+// proposal, or from an RPC whose write re-verifies it) and calls these pure
+// functions; only loading and storing differ between backends. Each builder
+// refuses in the order the checks are listed, so both backends answer the
+// same error for the same state.
+
+// Proposal lifetimes: a draft's TTL, when unset or out of range, is the
+// default; nothing lives longer than the maximum.
+const (
+	DefaultProposalTTL = time.Hour
+	MaxProposalTTL     = 24 * time.Hour
+)
+
+// ExportVersion is the "version" of a staged export: its snapshot never
+// changes, so a live (staged or delivery-proposed) export is version 1.
+const ExportVersion = 1
+
+// StartProposal runs the prelude every proposal shares: the expiry, at least
+// one target, exactly one expected version per target and no target twice,
+// and at most maxBulkTargets targets (§38 maximum_bulk_targets). It returns
+// the proposal with its expected versions in target order; the action's
+// builder fills the rest.
+func StartProposal(p Principal, d ProposalDraft, now time.Time, maxBulkTargets int) (Proposal, error) {
+	ttl := d.TTL
+	if ttl <= 0 || ttl > MaxProposalTTL {
+		ttl = DefaultProposalTTL
+	}
+	prop := Proposal{
+		TenantID: p.TenantID, Tool: d.Tool, RequestedBy: Requester{ClientID: p.Client.ID, ActorID: p.ActorID},
+		Action: d.Action, Requirement: d.Requirement, TargetIDs: slices.Clone(d.TargetIDs),
+		Changes: []FieldChange{}, Validation: ProposalValidation{Status: "valid", Warnings: []string{}, Errors: []string{}},
+		CreatedAt: now, ExpiresAt: now.Add(ttl), SaleIDs: []string{},
+	}
+	if len(d.TargetIDs) == 0 {
+		return prop, Invalid("targets", "at least one target")
+	}
+	if len(d.TargetIDs) != len(d.ExpectedVersions) {
+		return prop, Invalid("expected_versions", "give exactly one version per target")
+	}
+	seen := map[string]int{}
+	for _, ev := range d.ExpectedVersions {
+		seen[ev.ID] = ev.Version
+	}
+	for _, id := range d.TargetIDs {
+		if _, ok := seen[id]; !ok {
+			return prop, Invalid("expected_versions", "no version for "+id+" (the list must name exactly the targets)")
+		}
+	}
+	if len(seen) != len(d.TargetIDs) {
+		return prop, Invalid("item_ids", "a target is named twice")
+	}
+	if len(d.TargetIDs) > maxBulkTargets {
+		return prop, Invalid("item_ids", fmt.Sprintf("%d targets exceed the maximum of %d per plan", len(d.TargetIDs), maxBulkTargets))
+	}
+	for _, id := range d.TargetIDs {
+		prop.ExpectedVersions = append(prop.ExpectedVersions, TargetVersion{ID: id, Version: seen[id]})
+	}
+	return prop, nil
+}
+
+// FinishProposal completes a built proposal: its sales sorted and unique,
+// and the validation status its warnings imply.
+func FinishProposal(prop *Proposal) {
+	slices.Sort(prop.SaleIDs)
+	prop.SaleIDs = slices.Compact(prop.SaleIDs)
+	if len(prop.Validation.Warnings) > 0 {
+		prop.Validation.Status = "valid_with_warnings"
+	}
+}
+
+// StaleError names the targets whose version moved.
+func StaleError(stale []string, want, got map[string]int) error {
+	var parts []string
+	for _, id := range stale {
+		parts = append(parts, fmt.Sprintf("%s is at version %d, the proposal expected %d", id, got[id], want[id]))
+	}
+	return fmt.Errorf("%s: %w", strings.Join(parts, "; "), ErrStaleVersion)
+}
+
+// staleOne is StaleError for one target.
+func staleOne(id string, want, got int) error {
+	return StaleError([]string{id}, map[string]int{id: want}, map[string]int{id: got})
+}
+
+// SaleAssignmentError is the refusal of a target in a sale the principal is
+// not assigned to (§4.3).
+func SaleAssignmentError(kind, id string) error {
+	return fmt.Errorf("%s %s: %w", kind, id, ErrSaleAssignment)
+}
+
+// BindItemTargets checks loaded item targets (in expected-version order)
+// against the proposal: each in a sale the principal may see, each at its
+// expected version (every stale target is named). It records their sales.
+func BindItemTargets(p Principal, prop *Proposal, items []Item) error {
+	byID := make(map[string]Item, len(items))
+	for _, it := range items {
+		byID[it.ID] = it
+	}
+	want, got := map[string]int{}, map[string]int{}
+	var stale []string
+	for _, ev := range prop.ExpectedVersions {
+		it, ok := byID[ev.ID]
+		if !ok {
+			return UnknownRef("item_id", ev.ID, false)
+		}
+		if !p.MaySeeSale(it.SaleID) {
+			return SaleAssignmentError("item", it.ID)
+		}
+		want[ev.ID], got[ev.ID] = ev.Version, it.Version
+		if it.Version != ev.Version {
+			stale = append(stale, ev.ID)
+		}
+		prop.SaleIDs = append(prop.SaleIDs, it.SaleID)
+	}
+	if len(stale) > 0 {
+		return StaleError(stale, want, got)
+	}
+	return nil
+}
+
+// BuildPromotion builds a promote_candidate proposal from the candidate
+// target: a new draft item with the candidate's values (or the draft's
+// corrections), the candidate → promoted.
+func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) error {
+	prop.TargetKind = "candidate"
+	id := prop.TargetIDs[0]
+	if !p.MaySeeSale(c.SaleID) {
+		return SaleAssignmentError("candidate", id)
+	}
+	if c.Version != prop.ExpectedVersions[0].Version {
+		return staleOne(id, prop.ExpectedVersions[0].Version, c.Version)
+	}
+	if c.Kind != CandidateNewItem {
+		return fmt.Errorf("candidate %s is a %s candidate: only new-item candidates are promoted: %w", id, c.Kind, ErrCandidateRequired)
+	}
+	if c.ReviewStatus != ReviewNeedsReview && c.ReviewStatus != ReviewApproved {
+		return fmt.Errorf("candidate %s is %s and cannot be promoted: %w", id, c.ReviewStatus, ErrTransitionInvalid)
+	}
+	field := func(name, candidateValue string) {
+		v := candidateValue
+		if o, ok := d.Fields[name].(string); ok && o != "" {
+			v = o
+		}
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item." + name, From: nil, To: v})
+	}
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.sale_id", From: nil, To: c.SaleID})
+	field("title", c.Title)
+	field("description", c.Description)
+	field("category", c.Category)
+	field("room", c.Room)
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.status", From: nil, To: ItemDraft})
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "review_status", From: c.ReviewStatus, To: ReviewPromoted})
+	if c.Category == "" && d.Fields["category"] == nil {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, "category_missing")
+	}
+	if c.ReviewStatus == ReviewNeedsReview {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, "candidate_not_reviewed")
+	}
+	prop.SaleIDs = append(prop.SaleIDs, c.SaleID)
+	prop.Impact = ProposalImpact{CanonicalItemsCreated: 1}
+	return nil
+}
+
+// PublicationReadiness is the publication checklist of an item: what is
+// missing (title, category, price, approved_photo); empty when ready.
+func PublicationReadiness(it Item) []string {
+	var out []string
+	if strings.TrimSpace(it.Title) == "" {
+		out = append(out, "title")
+	}
+	if it.Category == "" {
+		out = append(out, "category")
+	}
+	if it.PriceCents == nil {
+		out = append(out, "price")
+	}
+	if !slices.ContainsFunc(it.Photos, func(ph Photo) bool { return ph.Published }) {
+		out = append(out, "approved_photo")
+	}
+	return out
+}
+
+// BuildItemPublication builds a publish_item proposal: the item must be
+// ready and pass the readiness checklist. saleStatus names the status of
+// the item's sale (a draft sale is a warning: the item shows once the sale
+// is published).
+func BuildItemPublication(p Principal, prop *Proposal, items []Item, saleStatus map[string]string) error {
+	prop.TargetKind = "item"
+	if err := BindItemTargets(p, prop, items); err != nil {
+		return err
+	}
+	it := items[0]
+	if it.Status != ItemReady {
+		return fmt.Errorf("item %s is %s; only a ready item can be published: %w", it.ID, it.Status, ErrTransitionInvalid)
+	}
+	if missing := PublicationReadiness(it); len(missing) > 0 {
+		return fmt.Errorf("item %s is not ready to publish: missing %s: %w", it.ID, strings.Join(missing, ", "), ErrTransitionInvalid)
+	}
+	if saleStatus[it.SaleID] == SaleDraft {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, "sale_not_published: the item becomes visible when its sale is published")
+	}
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "status", From: it.Status, To: ItemPublished})
+	prop.Impact = ProposalImpact{ItemsChanged: 1, PublicRecordsChanged: 1}
+	return nil
+}
+
+// BuildSalePublication builds a publish_sale proposal: a draft sale with a
+// city, whose hidden address has a reveal time, becomes published and public.
+func BuildSalePublication(p Principal, prop *Proposal, s Sale) error {
+	prop.TargetKind = "sale"
+	id := prop.TargetIDs[0]
+	if !p.MaySeeSale(id) {
+		return SaleAssignmentError("sale", id)
+	}
+	if s.Version != prop.ExpectedVersions[0].Version {
+		return staleOne(id, prop.ExpectedVersions[0].Version, s.Version)
+	}
+	if s.Status != SaleDraft {
+		return fmt.Errorf("sale %s is %s; only a draft sale can be published: %w", id, s.Status, ErrTransitionInvalid)
+	}
+	if s.City == "" {
+		return fmt.Errorf("sale %s has no city: %w", id, ErrTransitionInvalid)
+	}
+	if s.AddressPolicy == "hidden_until" && s.AddressRevealAt == nil {
+		return fmt.Errorf("sale %s hides its address without a reveal time: %w", id, ErrTransitionInvalid)
+	}
+	prop.SaleIDs = append(prop.SaleIDs, id)
+	prop.Changes = append(prop.Changes,
+		FieldChange{TargetID: id, Field: "status", From: s.Status, To: SalePublished},
+		FieldChange{TargetID: id, Field: "visibility", From: s.Visibility, To: "public"},
+		FieldChange{TargetID: id, Field: "address_policy", From: s.AddressPolicy, To: s.AddressPolicy})
+	prop.Impact = ProposalImpact{PublicRecordsChanged: 1}
+	return nil
+}
+
+// bulkFields are the fields a bulk update may change, with the permission
+// each needs (§30: bulk actions cannot bypass field-level permissions).
+var bulkFields = map[string]string{
+	"room": PermProposalCreate, "category": PermProposalCreate, "title": PermProposalCreate,
+	"description": PermProposalCreate, "price_cents": PermItemUpdatePrice,
+}
+
+// BulkUpdateChanges checks a bulk update's changes before any target is
+// loaded: at least one, each a field a bulk update may change and the
+// principal may change. It returns them with their names sorted.
+func BulkUpdateChanges(p Principal, d ProposalDraft) (map[string]any, []string, error) {
+	changes, _ := d.Fields["changes"].(map[string]any)
+	if len(changes) == 0 {
+		return nil, nil, Invalid("changes", "name at least one field to change")
+	}
+	names := make([]string, 0, len(changes))
+	for f := range changes {
+		perm, ok := bulkFields[f]
+		if !ok {
+			return nil, nil, Invalid("changes", f+" cannot be changed by a bulk update")
+		}
+		if !p.Has(perm) {
+			return nil, nil, fmt.Errorf("changing %s needs %s: %w", f, perm, ErrPermissionDenied)
+		}
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	return changes, names, nil
+}
+
+// BuildBulkUpdate builds a bulk_item_update proposal from its checked
+// changes (BulkUpdateChanges) and the loaded targets.
+func BuildBulkUpdate(p Principal, prop *Proposal, items []Item, changes map[string]any, names []string) error {
+	prop.TargetKind = "item"
+	if err := BindItemTargets(p, prop, items); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.Status == ItemSold || it.Status == ItemArchived || it.Status == ItemPendingPickup {
+			return fmt.Errorf("item %s is %s and cannot be changed: %w", it.ID, it.Status, ErrTransitionInvalid)
+		}
+		for _, f := range names {
+			prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: f, From: ItemField(it, f), To: changes[f]})
+		}
+		if it.Status == ItemPublished {
+			prop.Impact.PublicRecordsChanged++
+		}
+	}
+	prop.Impact.ItemsChanged = len(items)
+	return nil
+}
+
+// ItemField is the current value of a changeable item field, as a decoded
+// JSON value would compare with it.
+func ItemField(it Item, f string) any {
+	switch f {
+	case "room":
+		return it.Room
+	case "category":
+		return it.Category
+	case "title":
+		return it.Title
+	case "description":
+		return it.Description
+	case "price_cents":
+		if it.PriceCents == nil {
+			return nil
+		}
+		return float64(*it.PriceCents) // JSON numbers: compare as decoded
+	case "qr_code":
+		return it.QRCode
+	case "status":
+		return it.Status
+	}
+	return nil
+}
+
+// StatusCandidateLookup returns the kind and review status of the tenant's
+// candidate id (a RefError when there is none).
+type StatusCandidateLookup func(id string) (kind, review string, err error)
+
+// BuildStatusTransition builds a status_transition (or archive_item)
+// proposal. A transition that reviews an imported status names its
+// status_update candidate, which must have been approved; lookup is only
+// called then.
+func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items []Item, lookup StatusCandidateLookup) error {
+	prop.TargetKind = "item"
+	to, _ := d.Fields["to_status"].(string)
+	if err := BindItemTargets(p, prop, items); err != nil {
+		return err
+	}
+	it := items[0]
+	if to == ItemPublished {
+		return Invalid("to_status", "publication has its own proposal (trove_propose_item_publication)")
+	}
+	if !CanTransition(it.Status, to) {
+		return fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, ErrTransitionInvalid)
+	}
+	if d.StatusCandidateID != "" {
+		kind, review, err := lookup(d.StatusCandidateID)
+		if err != nil {
+			return err
+		}
+		if kind != "status_update" || review != ReviewApproved {
+			return fmt.Errorf("imported status %s must be approved with approve_status_import first: %w", d.StatusCandidateID, ErrCandidateRequired)
+		}
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "source", From: nil, To: "imported:" + d.StatusCandidateID})
+	}
+	eff, _ := d.Fields["effective_at"].(string)
+	prop.Changes = append(prop.Changes,
+		FieldChange{TargetID: it.ID, Field: "status", From: it.Status, To: to},
+		FieldChange{TargetID: it.ID, Field: "effective_at", From: nil, To: eff})
+	prop.Impact.ItemsChanged = 1
+	if it.Status == ItemPublished || to == ItemPublished {
+		prop.Impact.PublicRecordsChanged = 1
+	}
+	return nil
+}
+
+// BuildIdentity builds a bind_identity or release_identity proposal.
+// tagFree checks that a tag is one of the tenant's printed labels and bound
+// to no other item; it is only called for a bind that passed the item's own
+// checks.
+func BuildIdentity(p Principal, d ProposalDraft, prop *Proposal, items []Item, tagFree func(code, itemID string) error) error {
+	prop.TargetKind = "item"
+	code, _ := d.Fields["qr_code"].(string)
+	if err := BindItemTargets(p, prop, items); err != nil {
+		return err
+	}
+	it := items[0]
+	switch d.Action {
+	case ActionBindIdentity:
+		if it.QRCode == code {
+			return fmt.Errorf("item %s already carries %s: %w", it.ID, code, ErrTransitionInvalid)
+		}
+		if it.QRCode != "" {
+			return fmt.Errorf("item %s carries %s: release it first: %w", it.ID, it.QRCode, ErrTransitionInvalid)
+		}
+		if err := tagFree(code, it.ID); err != nil {
+			return err
+		}
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "qr_code", From: "", To: code})
+	case ActionReleaseIdentity:
+		if it.QRCode != code || code == "" {
+			return fmt.Errorf("item %s does not carry %s: %w", it.ID, code, ErrTransitionInvalid)
+		}
+		if it.Status == ItemSold || it.Status == ItemPendingPickup {
+			prop.Validation.Warnings = append(prop.Validation.Warnings, "release_from_"+it.Status+": human approval only")
+		}
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "qr_code", From: code, To: ""})
+	}
+	prop.Impact.ItemsChanged = 1
+	return nil
+}
+
+// BuildDisposition builds a disposition_action proposal for unsold items:
+// archived afterwards (withdrawn when consigned).
+func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item) error {
+	prop.TargetKind = "item"
+	action, _ := d.Fields["action"].(string)
+	if err := BindItemTargets(p, prop, items); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.Status == ItemSold || it.Status == ItemPendingPickup || it.Status == ItemArchived {
+			return fmt.Errorf("item %s is %s: only unsold items get a disposition: %w", it.ID, it.Status, ErrTransitionInvalid)
+		}
+		to := ItemArchived
+		if action == "consign" {
+			to = ItemWithdrawn
+		}
+		prop.Changes = append(prop.Changes,
+			FieldChange{TargetID: it.ID, Field: "disposition", From: nil, To: action},
+			FieldChange{TargetID: it.ID, Field: "status", From: it.Status, To: to})
+		if it.Status == ItemPublished {
+			prop.Impact.PublicRecordsChanged++
+		}
+	}
+	if cp, _ := d.Fields["counterparty"].(string); cp != "" {
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: prop.TargetIDs[0], Field: "counterparty", From: nil, To: cp})
+	}
+	if offer, ok := d.Fields["offer_cents"]; ok && offer != nil {
+		if action != "buyout_offer" {
+			return Invalid("offer_cents", "only with buyout_offer")
+		}
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: prop.TargetIDs[0], Field: "offer_cents", From: nil, To: offer})
+	}
+	prop.Impact.ItemsChanged = len(items)
+	return nil
+}
+
+// NotificationTarget is the loaded target of a buyer notification: exactly
+// one of a published item or a published (or live) sale.
+type NotificationTarget struct {
+	Item *Item
+	Sale *Sale
+}
+
+// AudienceLookup sums the demand signals of a sale (saves and follows),
+// narrowed to a top-level category when one is given. Counts only: never
+// a buyer identity.
+type AudienceLookup func(saleID, topCategory string) (saves, follows int, err error)
+
+// BuildNotification builds a buyer_notification proposal: the reviewable
+// plan (audience size from aggregated demand, suppressions, channels,
+// preview) and its estimated cost.
+func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target NotificationTarget, audience AudienceLookup) error {
+	id := prop.TargetIDs[0]
+	channels, _ := d.Fields["channels"].([]string)
+	aud, _ := d.Fields["audience"].(string)
+	tmpl, _ := d.Fields["message_template"].(string)
+	var saleID, title, category string
+	if target.Item != nil {
+		prop.TargetKind = "item"
+		if err := BindItemTargets(p, prop, []Item{*target.Item}); err != nil {
+			return err
+		}
+		it := target.Item
+		saleID, title, category = it.SaleID, it.Title, it.Category
+		if it.Status != ItemPublished {
+			return fmt.Errorf("item %s is %s: only published items are announced: %w", id, it.Status, ErrTransitionInvalid)
+		}
+	} else {
+		prop.TargetKind = "sale"
+		s := target.Sale
+		if s.Version != prop.ExpectedVersions[0].Version {
+			return staleOne(id, prop.ExpectedVersions[0].Version, s.Version)
+		}
+		if s.Status != SalePublished && s.Status != SaleLive {
+			return fmt.Errorf("sale %s is %s: only published sales are announced: %w", id, s.Status, ErrTransitionInvalid)
+		}
+		saleID, title = id, s.Title
+		prop.SaleIDs = append(prop.SaleIDs, id)
+	}
+	top := ""
+	if category != "" && aud == "category_interest" {
+		top, _, _ = strings.Cut(category, ".")
+	}
+	saves, follows, err := audience(saleID, top)
+	if err != nil {
+		return err
+	}
+	size := follows
+	if aud == "saved_item" {
+		size = saves / 10 // buyers who saved this item, estimated from the sale's saves
+	}
+	suppressed := size / 10 // opt-outs and frequency caps
+	perMessage := 0.0
+	if slices.Contains(channels, "sms") {
+		perMessage = 0.0075
+	}
+	preview := strings.NewReplacer("{{item_title}}", title, "{{sale_title}}", title, "{{sale_dates}}", "the sale dates").Replace(tmpl)
+	if len(preview) > 280 {
+		preview = preview[:280] + "…"
+	}
+	prop.Notification = &NotificationPlan{
+		AudienceSize: size, SelectionBasis: aud, Channels: channels, MessagePreview: preview,
+		SuppressedCount: suppressed, RateLimitPerHour: 500,
+	}
+	sent := size - suppressed
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "notification", From: nil, To: fmt.Sprintf("%d buyers via %s", sent, strings.Join(channels, ","))})
+	prop.Impact = ProposalImpact{NotificationsSent: sent, EstimatedCostUSD: float64(int(float64(sent)*perMessage*100+0.5)) / 100}
+	if sent == 0 {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, "empty_audience")
+	}
+	return nil
+}
+
+// ExportItem is one valid item of a staged export: the version it was
+// staged at and its current state.
+type ExportItem struct {
+	ItemID         string
+	StagedVersion  int
+	SaleID         string
+	CurrentVersion int
+}
+
+// ExportFacts is the loaded state of a staged export.
+type ExportFacts struct {
+	Channel string
+	Status  string
+	Items   int // staged items
+	Valid   int // items that pass the channel's checks
+	Rows    []ExportItem
+}
+
+// BuildExportDelivery builds an export_delivery proposal, bound to the
+// staged snapshot AND to every valid item at the version it was staged at:
+// an item changed since staging makes the delivery stale.
+func BuildExportDelivery(prop *Proposal, e ExportFacts) error {
+	prop.TargetKind = "export"
+	id := prop.TargetIDs[0]
+	if e.Status != "staged" && e.Status != "delivery_proposed" {
+		return fmt.Errorf("export %s is %s: only a staged export can be delivered: %w", id, e.Status, ErrTransitionInvalid)
+	}
+	if e.Valid == 0 {
+		return fmt.Errorf("export %s has no item that passes %s's checks: %w", id, e.Channel, ErrTransitionInvalid)
+	}
+	for _, r := range e.Rows {
+		if r.CurrentVersion != r.StagedVersion {
+			return staleOne(r.ItemID, r.StagedVersion, r.CurrentVersion)
+		}
+		prop.ExpectedVersions = append(prop.ExpectedVersions, TargetVersion{ID: r.ItemID, Version: r.StagedVersion})
+		prop.SaleIDs = append(prop.SaleIDs, r.SaleID)
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: r.ItemID, Field: "external_listing." + e.Channel, From: nil, To: "listed"})
+	}
+	if e.Valid < e.Items {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, fmt.Sprintf("%d of %d staged items fail %s's checks and are not delivered", e.Items-e.Valid, e.Items, e.Channel))
+	}
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "status", From: e.Status, To: "delivered"})
+	prop.Impact = ProposalImpact{ExternalDeliveries: 1, PublicRecordsChanged: e.Valid}
+	return nil
+}
+
+// DomainFunction names the P5/P6 domain function that executes a proposal
+// action (§16); "" for an unknown action.
+func DomainFunction(action string) string { return domainFunctions[action] }
+
+var domainFunctions = map[string]string{
+	ActionPromoteCandidate: "promote_inventory_candidate",
+	ActionPublishItem:      "publish_item",
+	ActionPublishSale:      "publish_sale",
+	ActionStatusTransition: "append_inventory_status_event",
+	ActionArchiveItem:      "append_inventory_status_event",
+	ActionBulkItemUpdate:   "update_item_fields",
+	ActionBindIdentity:     "bind_item_identity",
+	ActionReleaseIdentity:  "release_item_identity",
+	ActionDisposition:      "apply_disposition_action",
+	ActionBuyerNotify:      "notify_matched_buyers",
+	ActionExportDelivery:   "deliver_export",
+}
