@@ -25,7 +25,8 @@ BEGIN
     LOOP
         EXECUTE format('ALTER TABLE trovesnap.%I DISABLE TRIGGER USER', s);
     END LOOP;
-    TRUNCATE trovesnap.item_status_events, trovesnap.item_provenance, trovesnap.policy_uses,
+    TRUNCATE trovesnap.qr_labels, trovesnap.label_batches, trovesnap.search_keys,
+             trovesnap.item_status_events, trovesnap.item_provenance, trovesnap.policy_uses,
              trovesnap.automation_policy_versions, trovesnap.automation_policies, trovesnap.approval_grants,
              trovesnap.proposals,
              trovesnap.plugin_events, trovesnap.idempotency_keys, trovesnap.rate_counters, trovesnap.mcp_limits,
@@ -60,6 +61,8 @@ BEGIN
         coalesce((x ->> 'demo')::boolean, false), coalesce(x ->> 'created_by', ''), (x ->> 'created_at')::timestamptz,
         nullif(p_credentials ->> (x ->> 'id'), '')
     FROM jsonb_array_elements(coalesce(p_dataset -> 'clients', '[]')) x;
+    -- Sales, then items, each in dataset order: the order their search keys
+    -- are recorded in (migration 5's triggers), as in the store.
     INSERT INTO trovesnap.estate_sales (id, tenant_id, title, status, visibility, city, region, postal_code, street_address,
         address_policy, address_reveal_at, starts_at, ends_at, version, created_at, updated_at)
     SELECT x ->> 'id', x ->> 'tenant_id', x ->> 'title', x ->> 'status', x ->> 'visibility', coalesce(x ->> 'city', ''),
@@ -67,7 +70,7 @@ BEGIN
         x ->> 'address_policy', (x ->> 'address_reveal_at')::timestamptz, (x ->> 'starts_at')::timestamptz,
         (x ->> 'ends_at')::timestamptz, greatest(coalesce((x ->> 'version')::integer, 1), 1),
         (x ->> 'created_at')::timestamptz, (x ->> 'updated_at')::timestamptz
-    FROM jsonb_array_elements(coalesce(p_dataset -> 'sales', '[]')) x;
+    FROM jsonb_array_elements(coalesce(p_dataset -> 'sales', '[]')) WITH ORDINALITY AS a(x, n) ORDER BY n;
     FOR e IN SELECT * FROM jsonb_array_elements(coalesce(p_dataset -> 'sale_scopes', '[]'))
     LOOP
         UPDATE trovesnap.memberships SET sale_scoped = true WHERE id = e ->> 'membership_id' AND tenant_id = e ->> 'tenant_id';
@@ -84,7 +87,7 @@ BEGIN
         (x ->> 'internal_price_guidance_cents')::bigint, (x ->> 'cost_basis_cents')::bigint,
         coalesce((x ->> 'appraisal_flag')::boolean, false), coalesce(x ->> 'staff_notes', ''), coalesce(x ->> 'qr_code', ''),
         greatest(coalesce((x ->> 'version')::integer, 1), 1), (x ->> 'created_at')::timestamptz, (x ->> 'updated_at')::timestamptz
-    FROM jsonb_array_elements(coalesce(p_dataset -> 'items', '[]')) x;
+    FROM jsonb_array_elements(coalesce(p_dataset -> 'items', '[]')) WITH ORDINALITY AS a(x, n) ORDER BY n;
     FOR e IN SELECT * FROM jsonb_array_elements(coalesce(p_dataset -> 'items', '[]'))
     LOOP
         FOR ph IN SELECT * FROM jsonb_array_elements(coalesce(nullif(e -> 'photos', 'null'), '[]'))
@@ -128,6 +131,22 @@ BEGIN
         coalesce((x ->> 'searches')::integer, 0), coalesce((x ->> 'follows')::integer, 0),
         (x ->> 'window_start')::timestamptz, (x ->> 'window_end')::timestamptz
     FROM jsonb_array_elements(coalesce(p_dataset -> 'demand_signals', '[]')) x;
+    -- The read tools' records (store/reads_seed.go): status history, QR
+    -- label batches and their codes.
+    INSERT INTO trovesnap.item_status_events (id, tenant_id, item_id, sale_id, from_status, to_status, effective_at,
+        source_type, actor_id, proposal_id, recorded_at)
+    SELECT x ->> 'id', x ->> 'tenant_id', x ->> 'item_id', x ->> 'sale_id', x ->> 'from_status', x ->> 'to_status',
+        (x ->> 'effective_at')::timestamptz, x ->> 'source_type', coalesce(x ->> 'actor_id', ''),
+        coalesce(x ->> 'proposal_id', ''), (x ->> 'recorded_at')::timestamptz
+    FROM jsonb_array_elements(coalesce(nullif(p_dataset -> 'status_events', 'null'), '[]')) x;
+    INSERT INTO trovesnap.label_batches (id, tenant_id, sale_id, status, created_at, printed_at)
+    SELECT x ->> 'id', x ->> 'tenant_id', x ->> 'sale_id', x ->> 'status', (x ->> 'created_at')::timestamptz,
+        (x ->> 'printed_at')::timestamptz
+    FROM jsonb_array_elements(coalesce(nullif(p_dataset -> 'label_batches', 'null'), '[]')) x;
+    INSERT INTO trovesnap.qr_labels (code, tenant_id, batch_id, ordinal)
+    SELECT c.code, x ->> 'tenant_id', x ->> 'id', c.n
+    FROM jsonb_array_elements(coalesce(nullif(p_dataset -> 'label_batches', 'null'), '[]')) x,
+         jsonb_array_elements_text(coalesce(nullif(x -> 'codes', 'null'), '[]')) WITH ORDINALITY AS c(code, n);
 
     RETURN jsonb_build_object('tenants', (SELECT count(*) FROM trovesnap.tenants),
                               'items', (SELECT count(*) FROM trovesnap.items),
