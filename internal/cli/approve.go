@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
 	"github.com/triunalabs/trovesnap/store"
 	"github.com/triunalabs/trovesnap/tui"
 )
@@ -40,12 +43,15 @@ type approveDeps struct {
 func newApproveCmd(f *Factory, runF func(context.Context, *ApproveOptions) error) *cobra.Command {
 	o := &ApproveOptions{}
 	cmd := &cobra.Command{
-		Use:   "approve --as USER",
+		Use:   "approve [--as USER]",
 		Short: "The seller's approval terminal: review, approve and deny proposals; revoke grants (interactive only)",
 		Long: `Opens the approval terminal for a seller. Only a member with approval.grant
 (owner, manager) may approve or deny; other members may browse. It needs an
 interactive terminal on stdin and stdout and refuses otherwise (exit 5):
 there is no --yes and no non-interactive approval.
+
+In live mode you act as the seller signed in with ` + "`trovesnap login`" + `: the
+project decides your tenant, role and what you may do.
 
 Keys: ↑/↓ or j/k move, enter opens, a approve, d deny, y confirms a pending
 approve/deny, esc back, tab switches tabs, q quits.`,
@@ -58,7 +64,7 @@ approve/deny, esc back, tab switches tabs, q quits.`,
 			return approveRun(cmd.Context(), f, o, approveDeps{interactive: isInteractive, run: tui.Run})
 		},
 	}
-	cmd.Flags().StringVar(&o.As, "as", "", "who you are: a user id with a membership (mock mode: "+fixtures.DemoUserID+")")
+	cmd.Flags().StringVar(&o.As, "as", "", "who you are: a user id with a membership (mock mode: "+fixtures.DemoUserID+"; live mode: the signed-in user, the default)")
 	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "the tenant, when the user is a member of several")
 	return cmd
 }
@@ -69,12 +75,15 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 		return fmt.Errorf("%w (stdin and stdout must both be a terminal): approvals come from a person at a keyboard, "+
 			"never from a pipe, a script or an agent's shell; there is no --yes", errNotInteractive)
 	}
-	if o.As == "" {
-		return usageError{fmt.Errorf("--as is required: the user you approve as (mock mode: --as %s)", fixtures.DemoUserID)}
-	}
 	cfg, err := f.Config(o.DB)
 	if err != nil {
 		return err
+	}
+	if cfg.Mode == domain.ModeLive {
+		return approveLive(ctx, f, cfg, o, d)
+	}
+	if o.As == "" {
+		return usageError{fmt.Errorf("--as is required: the user you approve as (mock mode: --as %s)", fixtures.DemoUserID)}
 	}
 	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -95,14 +104,58 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 		Mode:     string(cfg.Mode),
 		Clock:    f.Clock,
 		IDs:      f.IDs,
-		RiskOf: func(tool string) string {
-			if t, ok := catalog.Lookup(tool); ok {
-				return string(t.Risk)
-			}
-			return ""
-		},
-		NoColor: f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
+		RiskOf:   riskOf,
+		NoColor:  f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
 	}, f.IO.In, f.IO.Out) // q returns nil; a signal returns context.Canceled (exit 130)
+}
+
+// approveLive runs the terminal in live mode as the signed-in seller
+// (`trovesnap login`): the tenant and the actor come from the project
+// (seller_whoami), never from a flag, and every read and decision is a
+// seller RPC under the user's own token. --as, when given, must name that
+// user.
+func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveOptions, d approveDeps) error {
+	// The terminal stays open: start it with a freshly refreshed token
+	// unless the saved one lasts a while yet (see approveTokenLife).
+	seller, err := f.openSeller(ctx, cfg, approveTokenLife)
+	if err != nil {
+		return err
+	}
+	who, err := seller.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := who.Membership(o.Tenant)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.As != "" && o.As != who.UserID {
+		return usageError{fmt.Errorf("--as %s: in live mode you act as the signed-in user %s (%s); sign in as another user with `trovesnap login`",
+			o.As, who.UserID, who.Email)}
+	}
+	return d.run(ctx, tui.Options{
+		Backend:  seller,
+		TenantID: m.TenantID,
+		ActorID:  who.UserID,
+		Mode:     string(cfg.Mode),
+		Clock:    f.Clock,
+		IDs:      f.IDs,
+		RiskOf:   riskOf,
+		NoColor:  f.Getenv("NO_COLOR") != "",
+	}, f.IO.In, f.IO.Out)
+}
+
+// approveTokenLife is how long the live terminal's access token must last
+// when it starts (Supabase issues one-hour tokens by default). A Seller
+// keeps the token it was opened with, so a terminal left open longer than
+// its token's life sees its calls refused until it is restarted.
+const approveTokenLife = 45 * time.Minute
+
+func riskOf(tool string) string {
+	if t, ok := catalog.Lookup(tool); ok {
+		return string(t.Risk)
+	}
+	return ""
 }
 
 // sellerTenant finds the tenant in which user is a member. The store
@@ -149,7 +202,10 @@ func isInteractive(s IOStreams) bool {
 // trail needs adapting, because the store's event filter is its own type.
 type approveBackend struct{ *store.Store }
 
-var _ tui.Backend = approveBackend{}
+var (
+	_ tui.Backend = approveBackend{}
+	_ tui.Backend = (*live.Seller)(nil) // the live terminal runs on the signed-in seller
+)
 
 func (b approveBackend) AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error) {
 	if correlationID == "" {

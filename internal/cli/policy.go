@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/triunalabs/trovesnap/internal/approval"
 	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
 	"github.com/triunalabs/trovesnap/store"
 )
 
@@ -57,6 +59,57 @@ func readPolicyFile(path string) (PolicyFile, error) {
 	return pf, nil
 }
 
+// policyAdmin is what the policy commands act through: the embedded store
+// in mock mode, the signed-in seller (`trovesnap login`) in live mode.
+type policyAdmin interface {
+	CreatePolicy(ctx context.Context, pol domain.Policy) (domain.Policy, error)
+	ListPolicies(ctx context.Context, tenantID string) ([]domain.Policy, error)
+	GetPolicy(ctx context.Context, id string) (domain.Policy, error)
+	SetPolicyStatus(ctx context.Context, id, status, actorID string) (domain.Policy, error)
+}
+
+// withPolicyAdmin runs fn with the policy surface of the configured mode.
+// In live mode who is the signed-in seller: the project's seller RPCs
+// decide, under the user's own token, and the user is the only actor; in
+// mock mode who is nil.
+func withPolicyAdmin(cmd *cobra.Command, f *Factory, fn func(a policyAdmin, who *live.SellerIdentity) error) error {
+	cfg, err := f.Config(dbFlag(cmd))
+	if err != nil {
+		return err
+	}
+	if cfg.Mode != domain.ModeLive {
+		return withStore(cmd, f, func(_ config.Config, st *store.Store) error { return fn(st, nil) })
+	}
+	s, err := f.OpenSeller(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	who, err := s.WhoAmI(cmd.Context())
+	if err != nil {
+		return err
+	}
+	return fn(s, &who)
+}
+
+// liveTenant is the tenant a live command acts in: the flag's, or the
+// signed-in user's only one.
+func liveTenant(who *live.SellerIdentity, tenant string) (string, error) {
+	m, err := who.Membership(tenant)
+	if err != nil {
+		return "", usageError{err}
+	}
+	return m.TenantID, nil
+}
+
+// liveActor is the actor of a live command: the signed-in user; a flag may
+// only repeat it.
+func liveActor(who *live.SellerIdentity, flag, given string) (string, error) {
+	if given != "" && given != who.UserID {
+		return "", usageError{fmt.Errorf("%s %s: in live mode you act as the signed-in user %s; sign in as another user with `trovesnap login`", flag, given, who.UserID)}
+	}
+	return who.UserID, nil
+}
+
 func newPolicyCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Tenant automation policies (seller-side; disabled when created; no MCP tool can create or widen one)"}
 	var file, by string
@@ -77,12 +130,22 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 			if err := approval.ValidatePolicy(pol); err != nil {
 				return adminError(err)
 			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				p, err := st.CreatePolicy(cmd.Context(), pol)
+			return withPolicyAdmin(cmd, f, func(a policyAdmin, who *live.SellerIdentity) error {
+				enable := "`trovesnap policy enable %s --by USER`"
+				if who != nil {
+					if pol.TenantID, err = liveTenant(who, pol.TenantID); err != nil {
+						return err
+					}
+					if pol.CreatedBy, err = liveActor(who, "created_by", pol.CreatedBy); err != nil {
+						return err
+					}
+					enable = "`trovesnap policy enable %s`"
+				}
+				p, err := a.CreatePolicy(cmd.Context(), pol)
 				if err != nil {
 					return adminError(err)
 				}
-				_, err = fmt.Fprintf(f.IO.Out, "created %s %q v%d (disabled: enable it with `trovesnap policy enable %s --by USER`)\n", p.ID, p.Name, p.Version, p.ID)
+				_, err = fmt.Fprintf(f.IO.Out, "created %s %q v%d (disabled: enable it with "+enable+")\n", p.ID, p.Name, p.Version, p.ID)
 				return err
 			})
 		},
@@ -95,11 +158,18 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "List a tenant's policies",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tenant == "" {
-				return usageError{fmt.Errorf("--tenant is required")}
-			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				ps, err := st.ListPolicies(cmd.Context(), tenant)
+			return withPolicyAdmin(cmd, f, func(a policyAdmin, who *live.SellerIdentity) error {
+				tenant := tenant
+				if who != nil {
+					var err error
+					if tenant, err = liveTenant(who, tenant); err != nil {
+						return err
+					}
+				}
+				if tenant == "" {
+					return usageError{fmt.Errorf("--tenant is required")}
+				}
+				ps, err := a.ListPolicies(cmd.Context(), tenant)
 				if err != nil {
 					return err
 				}
@@ -116,7 +186,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().StringVar(&tenant, "tenant", "", "tenant id")
+	list.Flags().StringVar(&tenant, "tenant", "", "tenant id (live mode: default the signed-in user's tenant)")
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	var showJSON bool
 	show := &cobra.Command{
@@ -124,8 +194,8 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "Show a policy",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				p, err := st.GetPolicy(cmd.Context(), a[0])
+			return withPolicyAdmin(cmd, f, func(adm policyAdmin, _ *live.SellerIdentity) error {
+				p, err := adm.GetPolicy(cmd.Context(), a[0])
 				if err != nil {
 					return adminError(err)
 				}
@@ -152,11 +222,18 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		c := &cobra.Command{
 			Use: st.use, Short: st.short, Args: args(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, a []string) error {
-				if by == "" {
-					return usageError{fmt.Errorf("--by USER is required (the member taking the action, recorded in the audit log)")}
-				}
-				return withStore(cmd, f, func(_ config.Config, s *store.Store) error {
-					p, err := s.SetPolicyStatus(cmd.Context(), a[0], status, by)
+				return withPolicyAdmin(cmd, f, func(adm policyAdmin, who *live.SellerIdentity) error {
+					by := by
+					if who != nil {
+						var err error
+						if by, err = liveActor(who, "--by", by); err != nil {
+							return err
+						}
+					}
+					if by == "" {
+						return usageError{fmt.Errorf("--by USER is required (the member taking the action, recorded in the audit log)")}
+					}
+					p, err := adm.SetPolicyStatus(cmd.Context(), a[0], status, by)
 					if err != nil {
 						return adminError(err)
 					}
@@ -165,7 +242,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 				})
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "the member taking the action")
+		c.Flags().StringVar(&by, "by", "", "the member taking the action (live mode: the signed-in user, the default)")
 		cmd.AddCommand(c)
 	}
 	return cmd

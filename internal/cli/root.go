@@ -57,6 +57,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newLimitsCmd(f),
 		newPolicyCmd(f),
 		newApproveCmd(f, nil),
+		newLoginCmd(f, nil),
+		newLogoutCmd(f),
 		newAuditCmd(f),
 		newSyncCmd(f),
 	)

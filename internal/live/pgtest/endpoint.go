@@ -155,6 +155,10 @@ func writeErr(w http.ResponseWriter, status int, e pgrstError) {
 var fnName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/auth/v1/") {
+		e.serveAuth(w, r) // the Supabase Auth stand-in (auth.go)
+		return
+	}
 	fn, ok := strings.CutPrefix(r.URL.Path, "/rest/v1/rpc/")
 	if !ok || !fnName.MatchString(fn) {
 		writeErr(w, http.StatusNotFound, pgrstError{Code: "PGRST202", Message: "Could not find the function"})

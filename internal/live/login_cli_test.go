@@ -1,0 +1,377 @@
+package live_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/cli"
+	"github.com/triunalabs/trovesnap/internal/contract"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
+)
+
+// The seller commands in live mode, end to end: `trovesnap login`, the
+// policy commands and `trovesnap approve` as the signed-in seller, and
+// `trovesnap logout`, over the Auth stand-in and the seller RPCs on real
+// PostgreSQL.
+
+// sellerCLI is one seller's machine: its own data directory (and so its own
+// session file), configured for the test project.
+type sellerCLI struct {
+	env  *pgtest.Env
+	dir  string
+	vars map[string]string
+}
+
+type cliResult struct {
+	out, err string
+	code     cli.ExitCode
+}
+
+func newSellerCLI(t *testing.T, env *pgtest.Env) *sellerCLI {
+	dir := t.TempDir()
+	return &sellerCLI{env: env, dir: dir, vars: map[string]string{
+		"SUPABASE_URL": env.Endpoint.URL, "TROVESNAP_SUPABASE_KEY": env.ServerKey(), "SUPABASE_ANON_KEY": anonKey(env),
+		"TROVESNAP_DATA_DIR": dir, "TROVESNAP_DB": filepath.Join(dir, "live.db"), "HOME": dir, "NO_COLOR": "1"}}
+}
+
+func (c *sellerCLI) factory(in io.Reader, out, errOut io.Writer) *cli.Factory {
+	return &cli.Factory{IO: cli.IOStreams{In: in, Out: out, ErrOut: errOut},
+		Getenv: func(k string) string { return c.vars[k] }, Clock: domain.SystemClock{}, IDs: domain.RandomIDs{},
+		Executable: func() (string, error) { return "/usr/local/bin/trovesnap", nil }}
+}
+
+func (c *sellerCLI) run(stdin string, argv ...string) cliResult {
+	var out, errb bytes.Buffer
+	code := cli.Run(ctx, c.factory(strings.NewReader(stdin), &out, &errb), argv)
+	return cliResult{out.String(), errb.String(), code}
+}
+
+func (c *sellerCLI) sessionPath() string { return live.SessionPath(c.dir) }
+
+// tokens reads the saved session's tokens (the file is the only place
+// they are written).
+func (c *sellerCLI) tokens(t *testing.T) (access, refresh string) {
+	t.Helper()
+	raw, err := os.ReadFile(c.sessionPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil || f.AccessToken == "" || f.RefreshToken == "" {
+		t.Fatalf("session file: %v", err)
+	}
+	return f.AccessToken, f.RefreshToken
+}
+
+func (c *sellerCLI) login(t *testing.T, email, password string) cliResult {
+	t.Helper()
+	r := c.run(password+"\n", "login", "--email", email, "--password-stdin")
+	if r.code != cli.ExitOK {
+		t.Fatalf("login %s: %+v", email, r)
+	}
+	return r
+}
+
+func TestCLI_LiveLoginPolicyLogout(t *testing.T) {
+	env := seeded(t)
+	env.Endpoint.AddAuthUser("paul@heritage.test", "paul-pass-1", fixtures.DemoUserID)
+	env.Endpoint.AddAuthUser("cat@heritage.test", "cat-pass-1", fixtures.CatalogerUserID)
+	owner := newSellerCLI(t, env)
+	var printed strings.Builder
+	keep := func(r cliResult) cliResult { printed.WriteString(r.out + r.err); return r }
+
+	// Not signed in: the configuration exit code and what to do.
+	if r := keep(owner.run("", "policy", "list")); r.code != cli.ExitConfig || !strings.Contains(r.err, "trovesnap login") || r.out != "" {
+		t.Fatalf("policy list before login: %+v", r)
+	}
+	// Refused sign-ins write nothing.
+	if r := keep(owner.run("wrong\n", "login", "--email", "paul@heritage.test", "--password-stdin")); r.code != cli.ExitError ||
+		!strings.Contains(r.err, "invalid email or password") || strings.Contains(r.out+r.err, "wrong") {
+		t.Fatalf("wrong password: %+v", r)
+	}
+	if r := keep(owner.run("paul-pass-1\n", "login", "--email", "paul@heritage.test")); r.code != cli.ExitUsage || !strings.Contains(r.err, "--password-stdin") {
+		t.Fatalf("a password from a pipe without --password-stdin: %+v", r)
+	}
+	if _, err := os.Stat(owner.sessionPath()); !os.IsNotExist(err) {
+		t.Fatalf("a refused sign-in left a session: %v", err)
+	}
+
+	r := keep(owner.login(t, "paul@heritage.test", "paul-pass-1"))
+	for _, want := range []string{"Signed in to " + env.Endpoint.URL + " as paul@heritage.test", "TroveSnap user user_88", "owner of tenant_123", owner.sessionPath()} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("login output lacks %q:\n%s", want, r.out)
+		}
+	}
+	if fi, err := os.Stat(owner.sessionPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("session file: %v %v", fi.Mode(), err)
+	}
+	access, refresh := owner.tokens(t)
+
+	// The policy commands act as the signed-in owner.
+	file := filepath.Join(owner.dir, "tags.yaml")
+	if err := os.WriteFile(file, []byte(`name: Bind printed tags
+allowed_tools: [trove_bind_item_identity]
+scope: {estate_sale_ids: [sale_221]}
+conditions: {maximum_items_per_run: 5, permitted_fields: [qr_code], require_no_conflicts: true}
+limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := keep(owner.run("", "policy", "create", "--file", file)); r.code != cli.ExitOK || !strings.Contains(r.out, "v1 (disabled") {
+		t.Fatalf("policy create: %+v", r)
+	}
+	var ps []domain.Policy
+	r = keep(owner.run("", "policy", "list", "--json"))
+	if err := json.Unmarshal([]byte(r.out), &ps); err != nil || len(ps) != 1 || ps[0].Status != domain.PolicyDisabled ||
+		ps[0].CreatedBy != fixtures.DemoUserID || ps[0].TenantID != fixtures.DemoTenantID {
+		t.Fatalf("policy list: %+v (%v)", r, err)
+	}
+	id := ps[0].ID
+	if r := keep(owner.run("", "policy", "enable", id, "--by", fixtures.ManagerUserID)); r.code != cli.ExitUsage || !strings.Contains(r.err, "signed-in user user_88") {
+		t.Fatalf("enable in another user's name: %+v", r)
+	}
+	if r := keep(owner.run("", "policy", "enable", id)); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
+		t.Fatalf("policy enable: %+v", r)
+	}
+	var p domain.Policy
+	if r := keep(owner.run("", "policy", "show", id, "--json")); json.Unmarshal([]byte(r.out), &p) != nil || p.Status != domain.PolicyActive || p.Version != 2 {
+		t.Fatalf("policy show: %+v", r)
+	}
+
+	// A cataloger signed in on another machine may not manage policies;
+	// nothing changes.
+	cat := newSellerCLI(t, env)
+	keep(cat.login(t, "cat@heritage.test", "cat-pass-1"))
+	before := counts(t, env)
+	if r := keep(cat.run("", "policy", "disable", id)); r.code != cli.ExitUsage || !strings.Contains(r.err, "permission denied") {
+		t.Fatalf("cataloger disabled a policy: %+v", r)
+	}
+	if r := keep(cat.run("", "policy", "create", "--file", file)); r.code != cli.ExitUsage {
+		t.Fatalf("cataloger created a policy: %+v", r)
+	}
+	sameCounts(t, env, before, "the cataloger's refused policy commands")
+
+	// An access token about to expire is refreshed on the next command, and
+	// the rotated session is saved.
+	raw, _ := os.ReadFile(owner.sessionPath())
+	var sf map[string]any
+	_ = json.Unmarshal(raw, &sf)
+	sf["expires_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	raw, _ = json.Marshal(sf)
+	if err := os.WriteFile(owner.sessionPath(), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refreshes := env.Endpoint.AuthRequests()["POST /auth/v1/token"]
+	if r := keep(owner.run("", "policy", "show", id)); r.code != cli.ExitOK {
+		t.Fatalf("policy show with an expired access token: %+v", r)
+	}
+	access2, refresh2 := owner.tokens(t)
+	if refresh2 == refresh || env.Endpoint.AuthRequests()["POST /auth/v1/token"] != refreshes+1 {
+		t.Fatal("the expired session was not refreshed and saved")
+	}
+
+	// A session file others may read is refused.
+	if err := os.Chmod(owner.sessionPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := keep(owner.run("", "policy", "list")); r.code == cli.ExitOK || !strings.Contains(r.err, "group or others") {
+		t.Fatalf("a world-readable session was used: %+v", r)
+	}
+	_ = os.Chmod(owner.sessionPath(), 0o600)
+
+	// Logout revokes the session on the project and deletes the file.
+	if r := keep(owner.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "revoked") {
+		t.Fatalf("logout: %+v", r)
+	}
+	if _, err := os.Stat(owner.sessionPath()); !os.IsNotExist(err) {
+		t.Fatalf("the session file survived logout: %v", err)
+	}
+	if status, body := postJSON(t, env.Endpoint.URL+"/auth/v1/token?grant_type=refresh_token", anonKey(env), "", `{"refresh_token":"`+refresh2+`"}`); status != http.StatusBadRequest {
+		t.Fatalf("the revoked refresh token still refreshes: %d %v", status, body)
+	}
+	if r := keep(owner.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "Not signed in") {
+		t.Fatalf("logout again: %+v", r)
+	}
+	if r := keep(owner.run("", "policy", "list")); r.code != cli.ExitConfig || !strings.Contains(r.err, "trovesnap login") {
+		t.Fatalf("after logout: %+v", r)
+	}
+	// Logout where the session cannot be revoked (another project is
+	// configured now) still deletes the local session, and says so.
+	keep(cat.login(t, "cat@heritage.test", "cat-pass-1"))
+	cat.vars["SUPABASE_URL"] = "http://127.0.0.1:1"
+	if r := keep(cat.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "deleted") || !strings.Contains(r.err, "not revoked") {
+		t.Fatalf("logout with another project configured: %+v", r)
+	}
+	if _, err := os.Stat(cat.sessionPath()); !os.IsNotExist(err) {
+		t.Fatalf("the session file survived an offline logout: %v", err)
+	}
+
+	for _, secret := range []string{access, refresh, access2, refresh2, "paul-pass-1", "cat-pass-1", anonKey(env)} {
+		if strings.Contains(printed.String(), secret) {
+			t.Fatalf("a secret was printed:\n%s", printed.String())
+		}
+	}
+}
+
+// An Auth account linked to no TroveSnap user signs in, is told so, and
+// can act nowhere.
+func TestCLI_LiveLoginOfAnUnlinkedAccount(t *testing.T) {
+	env := seeded(t)
+	env.Endpoint.AddAuthUser("new@heritage.test", "new-pass-1", "user_not_in_the_dataset")
+	c := newSellerCLI(t, env)
+	r := c.login(t, "new@heritage.test", "new-pass-1")
+	if !strings.Contains(r.out, "not linked to a TroveSnap user") || !strings.Contains(r.out, pgtest.AuthSubject("user_not_in_the_dataset")) {
+		t.Fatalf("login of an unlinked account: %+v", r)
+	}
+	if r := c.run("", "policy", "list"); r.code != cli.ExitUsage || !strings.Contains(r.err, "not linked") {
+		t.Fatalf("policy list of an unlinked account: %+v", r)
+	}
+}
+
+// `trovesnap approve` in live mode, on a real pseudo-terminal: the signed-in
+// owner sees the agent's proposal, approves it (enter, a, y), and the grant
+// the project records is a human one by that owner — issued under the
+// owner's own token.
+func TestCLI_LiveApproveOnATerminal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no pseudo-terminals on Windows")
+	}
+	env := seeded(t)
+	env.Endpoint.AddAuthUser("paul@heritage.test", "paul-pass-1", fixtures.DemoUserID)
+	c := newSellerCLI(t, env)
+
+	// Without a terminal: refused before anything is opened.
+	if r := c.run("y\n", "approve"); r.code != cli.ExitNotTTY || r.out != "" {
+		t.Fatalf("approve without a terminal: %+v", r)
+	}
+	c.login(t, "paul@heritage.test", "paul-pass-1")
+
+	lg := newLiveGate(t, env)
+	res := call(t, connect(t, lg.g, contract.CredOwner), "trove_propose_candidate_promotion", map[string]any{
+		"candidate_id": fixtures.DemoCandidateID, "expected_version": 3, "idempotency_key": "cli-live-approve-1"})
+	pid, _ := res["data"].(map[string]any)["proposal_id"].(string)
+	if pid == "" {
+		t.Fatalf("proposal = %v", res)
+	}
+
+	// --as names someone else: refused.
+	term := startInProcessTerminal(t, c, "approve", "--as", fixtures.ManagerUserID)
+	if code := term.wait(t); code != cli.ExitUsage || !strings.Contains(term.errOut.String(), "signed-in user user_88") {
+		t.Fatalf("approve --as another user: exit %d, %s", code, term.errOut.String())
+	}
+
+	term = startInProcessTerminal(t, c, "approve")
+	term.waitFor(t, pid)
+	term.waitFor(t, "promote_candidate")
+	term.press(t, "\r")
+	term.waitFor(t, "Targets (1)")
+	term.press(t, "a")
+	term.waitFor(t, "bound to exactly this proposal, whose hash is")
+	term.press(t, "y")
+	admin := sellerAs(t, env, fixtures.DemoUserID)
+	var grants []domain.Grant
+	for deadline := time.Now().Add(20 * time.Second); len(grants) == 0; time.Sleep(50 * time.Millisecond) { // polling the project
+		var err error
+		if grants, err = admin.ListGrants(ctx, fixtures.DemoTenantID, domain.GrantActive); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no grant after y; the terminal showed:\n%s", term.screen())
+		}
+	}
+	if g := grants[0]; g.ProposalID != pid || g.IssuedBy.Type != domain.IssuerHuman || g.IssuedBy.ActorID != fixtures.DemoUserID ||
+		g.IssuedBy.Surface != "trovesnap_approve" {
+		t.Fatalf("grant %+v", g)
+	}
+	term.press(t, "q")
+	if code := term.wait(t); code != cli.ExitOK {
+		t.Fatalf("approve exited %d: %s", code, term.errOut.String())
+	}
+}
+
+// inProcessTerminal runs one CLI command in this process with a pseudo-
+// terminal as its stdin and stdout.
+type inProcessTerminal struct {
+	ptmx   *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+	errOut *bytes.Buffer
+	done   chan cli.ExitCode
+}
+
+func startInProcessTerminal(t *testing.T, c *sellerCLI, argv ...string) *inProcessTerminal {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("pty: %v", err)
+	}
+	_ = pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 110})
+	term := &inProcessTerminal{ptmx: ptmx, errOut: &bytes.Buffer{}, done: make(chan cli.ExitCode, 1)}
+	runCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			term.mu.Lock()
+			term.out.Write(buf[:n])
+			term.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { term.done <- cli.Run(runCtx, c.factory(tty, tty, term.errOut), argv) }()
+	t.Cleanup(func() { cancel(); _ = tty.Close(); _ = ptmx.Close() })
+	return term
+}
+
+func (term *inProcessTerminal) screen() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.String()
+}
+
+func (term *inProcessTerminal) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(term.screen(), s); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal never showed %q; it showed:\n%q\nstderr: %s", s, term.screen(), term.errOut.String())
+		}
+	}
+}
+
+func (term *inProcessTerminal) press(t *testing.T, keys string) {
+	t.Helper()
+	if _, err := io.WriteString(term.ptmx, keys); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (term *inProcessTerminal) wait(t *testing.T) cli.ExitCode {
+	t.Helper()
+	select {
+	case code := <-term.done:
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the command did not exit; the terminal showed:\n%q", term.screen())
+	}
+	return 0
+}
