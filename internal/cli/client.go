@@ -43,6 +43,31 @@ func newClientCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
+// withClientAdmin runs fn with the client administration surface of the
+// configured mode: in mock mode the embedded store; in live mode the
+// signed-in seller's session (`trovesnap login`), under which the project's
+// seller RPCs and row level security decide what the user may see and do —
+// the local file holds no clients there, and no key of this process acts.
+func withClientAdmin(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, a domain.ClientAdmin) error) error {
+	cfg, err := f.Config(dbFlag(cmd))
+	if err != nil {
+		return err
+	}
+	if cfg.Mode == domain.ModeLive {
+		s, err := f.OpenSeller(cmd.Context(), cfg)
+		if err != nil {
+			return err
+		}
+		return fn(cfg, s)
+	}
+	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(cfg, st)
+}
+
 // withStore opens the configured store for a seller-side command.
 func withStore(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, st *store.Store) error) error {
 	cfg, err := f.Config(dbFlag(cmd))
@@ -72,8 +97,8 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 			if len(o.Groups) == 0 {
 				return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
 			}
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				return registerRun(cmd.Context(), f, cfg, st, o)
+			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
+				return registerRun(cmd.Context(), f, cfg, a, o)
 			})
 		},
 	}
@@ -83,7 +108,7 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 	fl.StringVar(&o.Tenant, "tenant", "", "tenant id, e.g. tenant_123")
 	fl.StringVar(&o.Actor, "actor", "", "the member the client acts for, e.g. user_88")
 	fl.StringSliceVar(&o.Groups, "groups", nil, "allowed tool groups: "+strings.Join(domain.ToolGroups, ", "))
-	fl.StringVar(&o.CreatedBy, "created-by", "", "the member registering it (default: --actor)")
+	fl.StringVar(&o.CreatedBy, "created-by", "", "the member registering it (default: --actor; in live mode the signed-in user, the only one it may name)")
 	fl.StringVar(&o.Trust, "trust", "", "trust level: "+strings.Join(domain.TrustLevels, ", "))
 	fl.StringVar(&o.RiskClass, "risk-class", "", "risk class: "+strings.Join(domain.RiskClasses, ", "))
 	fl.BoolVar(&o.Portable, "portable", false, "previews run bare `trovesnap` from PATH instead of this binary's absolute path")
@@ -102,18 +127,18 @@ type RegisterOutput struct {
 	PreviewsFile string `json:"previews_file,omitempty"`
 }
 
-func registerRun(ctx context.Context, f *Factory, cfg config.Config, st *store.Store, o *RegisterOptions) error {
+func registerRun(ctx context.Context, f *Factory, cfg config.Config, a domain.ClientAdmin, o *RegisterOptions) error {
 	if o.Out != "" {
 		if err := checkOutPath(o.Out); err != nil {
 			return err // before registering: a refused --out registers nothing
 		}
 	}
-	c, token, err := st.RegisterClient(ctx, domain.NewClient{
+	c, token, err := a.RegisterClient(ctx, domain.NewClient{
 		TenantID: o.Tenant, ActorID: o.Actor, Name: o.Name, ClientType: o.Type, Groups: o.Groups,
 		CreatedBy: o.CreatedBy, TrustLevel: o.Trust, RiskClass: o.RiskClass,
 	})
 	if err != nil {
-		return adminError(err)
+		return clientError(err)
 	}
 	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable)
 	if err != nil {
@@ -131,11 +156,25 @@ func registerRun(ctx context.Context, f *Factory, cfg config.Config, st *store.S
 	fmt.Fprintf(w, "Registered %s %q (%s) for %s in %s, groups %s.\n", c.ID, c.Name, c.ClientType, c.ActorID, c.TenantID, strings.Join(c.AllowedToolGroups, ","))
 	fmt.Fprintf(w, "Token (shown once; trovesnap keeps only its hash): %s\n", token)
 	if o.Out != "" {
-		_, err := fmt.Fprintf(w, "Setup previews written to %s (mode 0600; it contains the token).\n", o.Out)
-		return err
+		fmt.Fprintf(w, "Setup previews written to %s (mode 0600; it contains the token).\n", o.Out)
+		return liveHostNote(w, cfg)
 	}
 	fmt.Fprintln(w)
-	return printPreviews(w, previews)
+	if err := printPreviews(w, previews); err != nil {
+		return err
+	}
+	return liveHostNote(w, cfg)
+}
+
+// liveHostNote reminds a live-mode seller that the host's server needs the
+// project's settings too; it names the variables, never their values.
+func liveHostNote(w io.Writer, cfg config.Config) error {
+	if cfg.Mode != domain.ModeLive {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "Live mode: the host's `trovesnap mcp serve` must also see %s and %s (set them in its environment; they are not in the previews).\n",
+		config.EnvSupabaseURL, config.EnvSupabaseKey)
+	return err
 }
 
 // previewsFor builds the host setup previews from the one pure function.
@@ -203,10 +242,10 @@ func newClientPreviewCmd(f *Factory) *cobra.Command {
 		Short: "Print a client's host setup again, without the secret (paste the token you saved)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				c, err := st.GetClient(cmd.Context(), a[0])
+			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error {
+				c, err := ca.GetClient(cmd.Context(), a[0])
 				if err != nil {
-					return adminError(err)
+					return clientError(err)
 				}
 				previews, err := previewsFor(f, cfg, c.ID, "", portable)
 				if err != nil {
@@ -232,10 +271,10 @@ func newClientListCmd(f *Factory) *cobra.Command {
 		Short: "List registered clients",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				cs, err := st.ListClients(cmd.Context(), tenant)
+			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+				cs, err := ca.ListClients(cmd.Context(), tenant)
 				if err != nil {
-					return err
+					return clientError(err)
 				}
 				if asJSON {
 					return writeJSON(f.IO.Out, cs)
@@ -253,7 +292,7 @@ func newClientListCmd(f *Factory) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "", "only clients of this tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only clients of this tenant (live mode: default every tenant you are a member of)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -271,14 +310,14 @@ func newClientShowCmd(f *Factory) *cobra.Command {
 		Short: "Show a client, its status, groups and effective limits",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				c, err := st.GetClient(cmd.Context(), a[0])
+			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+				c, err := ca.GetClient(cmd.Context(), a[0])
 				if err != nil {
-					return adminError(err)
+					return clientError(err)
 				}
-				l, err := st.EffectiveLimits(cmd.Context(), c.TenantID, c.ID)
+				l, err := ca.EffectiveLimits(cmd.Context(), c.TenantID, c.ID)
 				if err != nil {
-					return err
+					return clientError(err)
 				}
 				if asJSON {
 					return writeJSON(f.IO.Out, ClientDetail{Client: c, Limits: l})
@@ -304,17 +343,17 @@ func newClientStatusCmd(f *Factory, use, short, status string) *cobra.Command {
 		Short: short,
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				c, err := st.SetClientStatus(cmd.Context(), a[0], status, by)
+			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+				c, err := ca.SetClientStatus(cmd.Context(), a[0], status, by)
 				if err != nil {
-					return adminError(err)
+					return clientError(err)
 				}
 				_, err = fmt.Fprintf(f.IO.Out, "%s is now %s\n", c.ID, c.Status)
 				return err
 			})
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log)")
+	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log; in live mode the signed-in user, the only one it may name)")
 	return cmd
 }
 
@@ -326,10 +365,10 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 		Short: "Issue a new credential; the old one stops working at once",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				c, token, err := st.RotateCredential(cmd.Context(), a[0], by)
+			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error {
+				c, token, err := ca.RotateCredential(cmd.Context(), a[0], by)
 				if err != nil {
-					return adminError(err)
+					return clientError(err)
 				}
 				previews, err := previewsFor(f, cfg, c.ID, token, portable)
 				if err != nil {
@@ -339,14 +378,31 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 					return writeJSON(f.IO.Out, RegisterOutput{ClientID: c.ID, Token: token, Client: c, Previews: previews})
 				}
 				fmt.Fprintf(f.IO.Out, "New token for %s (shown once): %s\n\n", c.ID, token)
-				return printPreviews(f.IO.Out, previews)
+				if err := printPreviews(f.IO.Out, previews); err != nil {
+					return err
+				}
+				return liveHostNote(f.IO.Out, cfg)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "the member taking the action")
+	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (in live mode the signed-in user, the only one it may name)")
 	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// clientError is adminError for the client and limits commands, which in
+// live mode run under the signed-in seller: a refusal says what is missing.
+func clientError(err error) error {
+	switch {
+	case errors.Is(err, domain.ErrPermissionDenied) && strings.Contains(err.Error(), ": user: "):
+		return usageError{fmt.Errorf("%w (the signed-in account is not linked to a TroveSnap user: an owner links it through trovesnap.users.auth_subject)", err)}
+	case errors.Is(err, domain.ErrPermissionDenied):
+		return usageError{fmt.Errorf("%w (changing clients and limits needs %s in the client's tenant; owners hold it)", err, domain.PermClientManage)}
+	case errors.Is(err, domain.ErrAuthRequired):
+		return fmt.Errorf("%w: sign in again with `trovesnap login`", err)
+	}
+	return adminError(err)
 }
 
 // adminError makes domain errors of seller-side commands readable and maps

@@ -10,7 +10,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
-	"github.com/triunalabs/trovesnap/store"
 )
 
 // ToolRow is one line of `trovesnap tools list --json`.
@@ -43,10 +42,10 @@ func newToolsCmd(f *Factory) *cobra.Command {
 			}
 			out := ToolsListOutput{Mode: string(cfg.Mode)}
 			if as != "" {
-				err := withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-					p, err := st.PrincipalForClient(cmd.Context(), as)
+				err := withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+					p, err := a.PrincipalForClient(cmd.Context(), as)
 					if err != nil {
-						return adminError(err)
+						return clientError(err)
 					}
 					out.Principal = &p
 					return nil
@@ -128,10 +127,10 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				l, err := st.EffectiveLimits(cmd.Context(), tenant, client)
+			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
-					return err
+					return clientError(err)
 				}
 				if asJSON {
 					return writeJSON(f.IO.Out, l)
@@ -152,10 +151,10 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				l, err := st.EffectiveLimits(cmd.Context(), tenant, client)
+			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
-					return err
+					return clientError(err)
 				}
 				fl := cmd.Flags()
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
@@ -168,8 +167,8 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				if fl.Changed("paid-usd-per-day") {
 					l.MaxDailyPaidCostUSD = paid
 				}
-				if err := st.SetLimits(cmd.Context(), tenant, client, l); err != nil {
-					return adminError(err)
+				if err := a.SetLimits(cmd.Context(), tenant, client, l); err != nil {
+					return clientError(err)
 				}
 				_, err = fmt.Fprintln(f.IO.Out, "limits updated")
 				return err
