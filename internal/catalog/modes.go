@@ -15,6 +15,30 @@ var liveReady = map[string]bool{
 	"trove_demand_signals":     true,
 	"trove_get_demand_signals": true,
 	"trove_map_csv_columns":    true, // pure: no Backend call
+
+	// The public and scoped reads (supabase migration 5).
+	"trove_search_marketplace":    true,
+	"trove_get_public_sale":       true,
+	"trove_get_public_item":       true,
+	"trove_resolve_public_qr":     true,
+	"trove_get_sale":              true,
+	"trove_get_item":              true,
+	"trove_get_candidate":         true,
+	"trove_list_import_runs":      true,
+	"trove_get_import_run":        true,
+	"trove_list_status_events":    true,
+	"trove_list_label_batches":    true,
+	"trove_get_disposition_queue": true,
+
+	// Proposals, approval state and the controlled actions whose domain
+	// function the live database runs (supabase migration 6).
+	"trove_propose_candidate_promotion": true,
+	"trove_propose_item_publication":    true,
+	"trove_propose_sale_publication":    true,
+	"trove_get_proposal":                true,
+	"trove_execute_candidate_promotion": true,
+	"trove_publish_item":                true,
+	"trove_publish_sale":                true,
 }
 
 var mockOnly = []domain.Mode{domain.ModeMock}
