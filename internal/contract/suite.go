@@ -63,6 +63,8 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runApprovals(t, open) // suite_approvals.go: proposals, grants, controlled actions
 	runSeller(t, open)    // suite_seller.go: the human approval surface
 	runClients(t, open)   // suite_clients.go: client administration
+	runIngestion(t, open) // suite_ingestion.go: CSV import, status reports, media, drafts, exports
+	runActions(t, open)   // suite_actions.go: the remaining controlled actions
 }
 
 var ctx = context.Background()

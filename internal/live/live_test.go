@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestMigrations_SchemaVersionMatchesTheFiles(t *testing.T) {
 	}
 	for i, f := range files {
 		body, _ := os.ReadFile(f)
-		want := "VALUES (" + string(rune('0'+i+1)) + ", '" + strings.TrimSuffix(filepath.Base(f), ".sql") + "')"
+		want := "VALUES (" + strconv.Itoa(i+1) + ", '" + strings.TrimSuffix(filepath.Base(f), ".sql") + "')"
 		if !strings.Contains(string(body), want) {
 			t.Errorf("%s does not record itself as %s", filepath.Base(f), want)
 		}
