@@ -135,6 +135,28 @@ func TestMode_LiveWithoutConfigRefusesToStart(t *testing.T) {
 	}
 }
 
+// A seller's machine configures the project with its anon key only: the
+// seller commands are live there, but the MCP server refuses to start
+// without the server key (exit 3), naming the variable, never a value, and
+// writes nothing.
+func TestMode_AnonKeyOnlyIsLiveButCannotServe(t *testing.T) {
+	env, dir := tempEnv(t)
+	env["SUPABASE_URL"] = "http://127.0.0.1:9"
+	env["SUPABASE_ANON_KEY"] = "anon-key-value-never-printed"
+	db := filepath.Join(dir, "never.db")
+	r := run(t, env, "--db", db, "mcp", "serve")
+	if r.code != cli.ExitConfig || !strings.Contains(r.err, "TROVESNAP_SUPABASE_KEY is not set") || strings.Contains(r.out+r.err, "anon-key-value") {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Error("a refused start created the database")
+	}
+	r = run(t, env, "--db", db, "doctor", "--json")
+	if !strings.Contains(r.out, `"mode": "live"`) || !strings.Contains(r.out, "SUPABASE_ANON_KEY are set") || strings.Contains(r.out+r.err, "anon-key-value") {
+		t.Fatalf("%+v", r)
+	}
+}
+
 func TestOpen_CorruptForeignAndNewerDBRefusedUnchanged(t *testing.T) {
 	env, dir := tempEnv(t)
 	corrupt := filepath.Join(dir, "corrupt.db")

@@ -224,8 +224,8 @@ func revokeSession(ctx context.Context, auth *live.Auth, s *live.Session, now ti
 // the options a Seller connects with: the project URL and its anon key.
 func (f *Factory) sellerAuth(cfg config.Config) (*live.Auth, live.Options, error) {
 	if cfg.Mode != domain.ModeLive {
-		return nil, live.Options{}, fmt.Errorf("%w: signing in is for live mode: set %s, %s and %s (in mock mode the seller is chosen with --as)",
-			errConfig, config.EnvSupabaseURL, config.EnvSupabaseKey, config.EnvSupabaseAPIKey)
+		return nil, live.Options{}, fmt.Errorf("%w: signing in is for live mode: set %s and %s (in mock mode the seller is chosen with --as)",
+			errConfig, config.EnvSupabaseURL, config.EnvSupabaseAPIKey)
 	}
 	anon := cfg.SupabaseAPIKey()
 	if anon == "" {
@@ -241,30 +241,37 @@ func (f *Factory) sellerAuth(cfg config.Config) (*live.Auth, live.Options, error
 }
 
 // OpenSeller is the signed-in seller's connection to the live project: the
-// saved session (refreshed, and saved again, when its access token is
-// about to expire) under which every seller RPC runs. Not signed in — or
-// a session of another project, or one the project ended — is an error
-// that says to run `trovesnap login` (exit code: configuration).
+// saved session under which every seller RPC runs. Each call takes the
+// session's current access token, refreshing (and saving) it when it is
+// about to expire, so a terminal left open outlives one token. Not signed
+// in — or a session of another project, or one the project ended — is an
+// error that says to run `trovesnap login` (exit code: configuration).
 func (f *Factory) OpenSeller(ctx context.Context, cfg config.Config) (*live.Seller, error) {
-	return f.openSeller(ctx, cfg, live.RefreshMargin)
-}
-
-// openSeller is OpenSeller for a caller that will use the connection for
-// up to life: the session is refreshed first unless its access token lasts
-// that long (a Seller keeps the token it was opened with).
-func (f *Factory) openSeller(ctx context.Context, cfg config.Config, life time.Duration) (*live.Seller, error) {
 	auth, o, err := f.sellerAuth(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s, err := auth.CurrentUntil(ctx, live.SessionPath(cfg.DataDir), f.now().Now().Add(life))
+	path := live.SessionPath(cfg.DataDir)
+	if _, err := auth.Current(ctx, path, f.now().Now()); err != nil {
+		return nil, signInError(cfg, err)
+	}
+	src := auth.Source(path, func() time.Time { return f.now().Now() })
+	return live.NewSellerSource(o, func(ctx context.Context) (string, error) {
+		tok, err := src(ctx)
+		if err != nil {
+			return "", signInError(cfg, err)
+		}
+		return tok, nil
+	})
+}
+
+// signInError turns a missing, foreign or ended session into the error
+// that says to sign in; anything else passes unchanged.
+func signInError(cfg config.Config, err error) error {
 	if errors.Is(err, live.ErrNotSignedIn) || errors.Is(err, live.ErrSessionEnded) {
-		return nil, notSignedInError{project: cfg.SupabaseURL, err: err}
+		return notSignedInError{project: cfg.SupabaseURL, err: err}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return s.Seller(o)
+	return err
 }
 
 // notSignedInError tells to sign in; it exits with the configuration code.

@@ -74,21 +74,31 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		return c, fmt.Errorf("%w: %s=%q: want normal or full", ErrInvalid, EnvSync, s)
 	}
 
+	// A project is configured by its URL and a key: the server key where the
+	// MCP server runs, or only the anon key on a seller's machine (login,
+	// approve, client, policy); `mcp serve` refuses to start without the
+	// server key (see the cli's OpenLive).
 	sbURL, sbKey := strings.TrimSpace(getenv(EnvSupabaseURL)), strings.TrimSpace(getenv(EnvSupabaseKey))
-	liveConfigured := sbURL != "" && sbKey != ""
+	sbAnon := strings.TrimSpace(getenv(EnvSupabaseAPIKey))
+	liveConfigured := sbURL != "" && (sbKey != "" || sbAnon != "")
+	which := EnvSupabaseKey
+	if sbKey == "" {
+		which = EnvSupabaseAPIKey
+	}
 	switch m := strings.ToLower(strings.TrimSpace(getenv(EnvMode))); m {
 	case "mock":
 		c.Mode, c.ModeReason = domain.ModeMock, EnvMode+"=mock"
 	case "live":
 		if !liveConfigured {
-			return c, fmt.Errorf("%w: %s=live needs %s and %s to be set", ErrLiveUnavailable, EnvMode, EnvSupabaseURL, EnvSupabaseKey)
+			return c, fmt.Errorf("%w: %s=live needs %s and %s (the MCP server) or %s (a seller's machine) to be set",
+				ErrLiveUnavailable, EnvMode, EnvSupabaseURL, EnvSupabaseKey, EnvSupabaseAPIKey)
 		}
 		c.Mode, c.ModeReason = domain.ModeLive, EnvMode+"=live"
 	case "":
 		if liveConfigured {
-			c.Mode, c.ModeReason = domain.ModeLive, EnvSupabaseURL+" and "+EnvSupabaseKey+" are set: live mode"
+			c.Mode, c.ModeReason = domain.ModeLive, EnvSupabaseURL+" and "+which+" are set: live mode"
 		} else {
-			c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" and "+EnvSupabaseKey+" unset): mock mode"
+			c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" with "+EnvSupabaseKey+" or "+EnvSupabaseAPIKey+" unset): mock mode"
 		}
 	default:
 		return c, fmt.Errorf("%w: %s=%q: want mock or live", ErrInvalid, EnvMode, m)
@@ -101,7 +111,7 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		}
 		c.SupabaseURL = strings.TrimRight(u.String(), "/")
 		c.supabaseKey = sbKey
-		c.supabaseAPIKey = strings.TrimSpace(getenv(EnvSupabaseAPIKey))
+		c.supabaseAPIKey = sbAnon
 	}
 
 	dir := getenv(EnvDataDir)
