@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -115,9 +114,8 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 // seller RPC under the user's own token. --as, when given, must name that
 // user.
 func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveOptions, d approveDeps) error {
-	// The terminal stays open: start it with a freshly refreshed token
-	// unless the saved one lasts a while yet (see approveTokenLife).
-	seller, err := f.openSeller(ctx, cfg, approveTokenLife)
+	// The terminal stays open: the Seller refreshes the session as it goes.
+	seller, err := f.OpenSeller(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -144,12 +142,6 @@ func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveO
 		NoColor:  f.Getenv("NO_COLOR") != "",
 	}, f.IO.In, f.IO.Out)
 }
-
-// approveTokenLife is how long the live terminal's access token must last
-// when it starts (Supabase issues one-hour tokens by default). A Seller
-// keeps the token it was opened with, so a terminal left open longer than
-// its token's life sees its calls refused until it is restarted.
-const approveTokenLife = 45 * time.Minute
 
 func riskOf(tool string) string {
 	if t, ok := catalog.Lookup(tool); ok {

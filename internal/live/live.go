@@ -57,7 +57,10 @@ type Options struct {
 
 // Backend is the live domain.Backend. It is safe for concurrent use.
 type Backend struct {
-	rpcURL  string
+	rpcURL string
+	// seller marks the Backend under a Seller: refusals of the bearer are
+	// the user's session, not the server key.
+	seller  bool
 	key     secret
 	apiKey  secret
 	hc      *http.Client

@@ -158,6 +158,14 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 	rest, ours := strings.CutPrefix(pe.Message, "trovesnap:")
 	if pe.Code != "P0001" || !ours {
 		switch {
+		case b.seller && (status == http.StatusUnauthorized || strings.HasPrefix(pe.Code, "PGRST3")):
+			// The user's access token was refused (expired, revoked, or
+			// signed by another project): signing in again is the fix.
+			b.log.Debug("live: the seller session was refused", "rpc", fn, "status", status, "code", pe.Code)
+			return fmt.Errorf("live: %s: the session was refused, run `trovesnap login` again: %w", fn, domain.ErrAuthRequired)
+		case b.seller && (pe.Code == "42501" || status == http.StatusForbidden):
+			b.log.Error("live: seller RPC not executable by signed-in users: are this release's migrations applied?",
+				"rpc", fn, "status", status, "code", pe.Code)
 		case pe.Code == "42501" || status == http.StatusUnauthorized || status == http.StatusForbidden || strings.HasPrefix(pe.Code, "PGRST3"):
 			b.log.Error("live: the server key was refused or lacks a grant: check TROVESNAP_SUPABASE_KEY and the migrations",
 				"rpc", fn, "status", status, "code", pe.Code)
@@ -196,6 +204,10 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 	case codeAuthRequired:
 		return fmt.Errorf("live: %s: %w", fn, domain.ErrAuthRequired)
 	case codeForbidden:
+		if b.seller {
+			b.log.Error("live: this RPC is not for a signed-in seller", "rpc", fn)
+			break
+		}
 		b.log.Error("live: the server key's role may not call this RPC: mint it with role trovesnap_mcp", "rpc", fn)
 	default:
 		if sentinel, ok := reasoned[code]; ok {

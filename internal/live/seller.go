@@ -17,6 +17,26 @@ import (
 type Seller struct {
 	b     *Backend
 	token secret
+	// src, when set, supplies the token of each call instead (a session
+	// that is refreshed while a long-running surface stays open).
+	src TokenSource
+}
+
+// TokenSource returns the access token for the next call.
+type TokenSource func(ctx context.Context) (string, error)
+
+// NewSellerSource connects like NewSeller, asking src for the access token
+// before every call, so a terminal left open outlives one token.
+func NewSellerSource(o Options, src TokenSource) (*Seller, error) {
+	if src == nil {
+		return nil, fmt.Errorf("live: not signed in (run `trovesnap login`): %w", domain.ErrAuthRequired)
+	}
+	b, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	b.seller = true
+	return &Seller{b: b, src: src}, nil
 }
 
 // NewSeller connects as the user of accessToken. o.Key is the project's
@@ -29,12 +49,21 @@ func NewSeller(o Options, accessToken string) (*Seller, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.seller = true
 	return &Seller{b: b, token: secret(strings.TrimSpace(accessToken))}, nil
 }
 
 // call runs a seller RPC under the user's token.
 func (s *Seller) call(ctx context.Context, fn string, args any, out any) error {
-	return s.b.callAs(ctx, s.token, fn, args, out)
+	tok := s.token
+	if s.src != nil {
+		t, err := s.src(ctx)
+		if err != nil {
+			return err
+		}
+		tok = secret(strings.TrimSpace(t))
+	}
+	return s.b.callAs(ctx, tok, fn, args, out)
 }
 
 // String never shows the token.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -216,6 +217,23 @@ func (a *Auth) CurrentUntil(ctx context.Context, path string, until time.Time) (
 		return nil, err
 	}
 	return fresh, nil
+}
+
+// Source is the token source of a long-lived Seller over the session saved
+// at path: every call reads the current session, refreshing (and saving) it
+// when its token is about to expire. Calls are serialised, because a
+// refresh token is single-use: two refreshes racing would end the session.
+func (a *Auth) Source(path string, now func() time.Time) TokenSource {
+	var mu sync.Mutex
+	return func(ctx context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		s, err := a.Current(ctx, path, now())
+		if err != nil {
+			return "", err
+		}
+		return s.access.reveal(), nil
+	}
 }
 
 // sameProject compares two project URLs as the server would: scheme and
