@@ -17,9 +17,9 @@
 --     audit trail; approval.grant to deny; policy.manage to create or change
 --     a policy (the same permissions the embedded store checks).
 -- Errors are trovesnap.fail codes (internal/live/rpc.go maps them). Grants
--- themselves are issued and revoked by the RPCs of migration 8; the
--- helpers here (seller_enter, seller_grant_json, seller_approval_event …)
--- are meant to be shared with them.
+-- themselves are issued and revoked by seller_issue_grant and
+-- seller_revoke_grant in migration 6, next to the execution that consumes
+-- them; the client and limits RPCs are migration 8.
 
 SET ROLE trovesnap_owner;
 
