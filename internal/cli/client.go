@@ -172,7 +172,7 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 	if cfg.Mode != domain.ModeLive {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "Live mode: the host's `trovesnap mcp serve` must also see %s and %s (set them in its environment; they are not in the previews).\n",
+	_, err := fmt.Fprintf(w, "Live mode: the host's `trovesnap mcp serve` needs %s (in the previews) and %s, the server key, which is never printed: paste it where the previews say.\n",
 		config.EnvSupabaseURL, config.EnvSupabaseKey)
 	return err
 }
@@ -189,6 +189,9 @@ func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable
 	}
 	if cfg.DBPathSource != "default" {
 		in.DBPath = cfg.DBPath // the host's server must open the same database
+	}
+	if cfg.Mode == domain.ModeLive {
+		in.SupabaseURL = cfg.SupabaseURL // the key itself is never printed: a reference or a placeholder
 	}
 	return setup.Previews(in)
 }

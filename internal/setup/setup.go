@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,11 @@ import (
 // empty (for example when previews are shown again after registration).
 const TokenPlaceholder = "<paste the token shown at registration>"
 
+// ServerKeyPlaceholder stands for the live server key in previews that
+// embed their environment: the key is never printed, and the seller's
+// machine does not hold it.
+const ServerKeyPlaceholder = "<paste the trovesnap_mcp server key>"
+
 // Fixed facts of the trovesnap stdio server.
 const (
 	DefaultServerName = "trovesnap"
@@ -23,10 +29,14 @@ const (
 
 	envClientToken = "TROVESNAP_CLIENT_TOKEN" // same name as config.EnvClientToken
 	envDB          = "TROVESNAP_DB"           // same name as config.EnvDB
+	envSupabaseURL = "SUPABASE_URL"           // same name as config.EnvSupabaseURL
+	envSupabaseKey = "TROVESNAP_SUPABASE_KEY" // same name as config.EnvSupabaseKey
 
 	// projectTokenRef is what the project-scoped .mcp.json holds instead of
 	// the secret: Claude Code expands ${VAR} from its environment.
 	projectTokenRef = "${" + envClientToken + "}"
+	// projectKeyRef likewise keeps the live server key out of the file.
+	projectKeyRef = "${" + envSupabaseKey + "}"
 
 	codexStartupTimeoutSec = 20
 	codexToolTimeoutSec    = 120
@@ -59,6 +69,10 @@ type Input struct {
 	Token      string // the client credential; "" → TokenPlaceholder is printed instead
 	DBPath     string // when non-empty, passed as TROVESNAP_DB so the host's server uses the same database
 	ClientID   string // for notes only
+	// SupabaseURL, in live mode, is the project URL the host's server must
+	// call (not a secret: it is printed); the server key is never printed —
+	// a reference or ServerKeyPlaceholder stands for it.
+	SupabaseURL string
 }
 
 // Preview is one ready-to-paste host configuration snippet.
@@ -86,8 +100,8 @@ func Previews(in Input) ([]Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	project := f.server(projectTokenRef)
-	embedded := f.server(f.token)
+	project := f.server(projectTokenRef, projectKeyRef)
+	embedded := f.server(f.token, ServerKeyPlaceholder)
 
 	projectJSON, err := encodeJSON(mcpServersDoc{MCPServers: map[string]jsonServer{f.name: project}})
 	if err != nil {
@@ -112,6 +126,7 @@ func Previews(in Input) ([]Preview, error) {
 				"Run this in a terminal; it registers the server for the current project only (local scope). Add -s user after the server name to register it for all your projects.",
 				f.historyNote(),
 				f.placeholderNote(),
+				f.liveNote(),
 			),
 		},
 		{
@@ -120,7 +135,8 @@ func Previews(in Input) ([]Preview, error) {
 			Format: FormatJSON,
 			Text:   projectJSON,
 			Note: f.notes(
-				"Save as .mcp.json at the project root. The token is not stored in this file because project files get committed: export " + envClientToken + " (the token shown at registration) in the shell that starts Claude Code, which expands " + projectTokenRef + ".",
+				"Save as .mcp.json at the project root. The token is not stored in this file because project files get committed: export "+envClientToken+" (the token shown at registration) in the shell that starts Claude Code, which expands "+projectTokenRef+".",
+				f.liveProjectNote(),
 			),
 		},
 		{
@@ -131,6 +147,7 @@ func Previews(in Input) ([]Preview, error) {
 			Note: f.notes(
 				"Append to ~/.codex/config.toml, replacing any existing [mcp_servers."+f.name+"] table. This file contains the client token: keep it private.",
 				f.placeholderNote(),
+				f.liveNote(),
 			),
 		},
 		{
@@ -142,6 +159,7 @@ func Previews(in Input) ([]Preview, error) {
 				f.desktopPathNote(),
 				"Merge the \""+f.name+"\" entry into the mcpServers object of claude_desktop_config.json, then restart Claude Desktop. Claude Desktop does not expand environment variables, so the token is stored in this file: keep it private.",
 				f.placeholderNote(),
+				f.liveNote(),
 			),
 		},
 		{
@@ -152,6 +170,7 @@ func Previews(in Input) ([]Preview, error) {
 			Note: f.notes(
 				"Launch the command with these arguments and environment over stdio.",
 				f.placeholderNote(),
+				f.liveNote(),
 			),
 		},
 	}, nil
@@ -166,6 +185,7 @@ type facts struct {
 	placeholder bool
 	db          string
 	clientID    string
+	supabaseURL string
 }
 
 func resolve(in Input) (facts, error) {
@@ -176,6 +196,14 @@ func resolve(in Input) (facts, error) {
 		token:    in.Token,
 		db:       in.DBPath,
 		clientID: in.ClientID,
+	}
+	if in.SupabaseURL != "" {
+		u, err := url.Parse(in.SupabaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" ||
+			strings.Contains(in.SupabaseURL, "${") || strings.ContainsFunc(in.SupabaseURL, isControl) {
+			return f, errors.New("setup: the Supabase URL must be a plain http(s) project URL")
+		}
+		f.supabaseURL = strings.TrimRight(u.String(), "/")
 	}
 	if f.name == "" {
 		f.name = DefaultServerName
@@ -229,18 +257,39 @@ func checkPath(what, p string) error {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
-// env returns the server environment with the given token value.
-func (f facts) env(token string) map[string]string {
+// env returns the server environment with the given token value and, in
+// live mode, the project URL and the given stand-in for the server key.
+func (f facts) env(token, key string) map[string]string {
 	e := map[string]string{envClientToken: token}
 	if f.db != "" {
 		e[envDB] = f.db
 	}
+	if f.supabaseURL != "" {
+		e[envSupabaseURL] = f.supabaseURL
+		e[envSupabaseKey] = key
+	}
 	return e
 }
 
+// liveNote explains the server-key placeholder of an embedded preview.
+func (f facts) liveNote() string {
+	if f.supabaseURL == "" {
+		return ""
+	}
+	return "Live mode: replace " + ServerKeyPlaceholder + " with the project's trovesnap_mcp server key (never the service-role key); it is never printed here."
+}
+
+// liveProjectNote is liveNote for the project file, which references the key.
+func (f facts) liveProjectNote() string {
+	if f.supabaseURL == "" {
+		return ""
+	}
+	return "Live mode: export " + envSupabaseKey + " (the project's trovesnap_mcp server key) in that shell too; the file references " + projectKeyRef + "."
+}
+
 // sortedEnv returns the environment as key-sorted pairs.
-func (f facts) sortedEnv(token string) [][2]string {
-	e := f.env(token)
+func (f facts) sortedEnv(token, key string) [][2]string {
+	e := f.env(token, key)
 	keys := make([]string, 0, len(e))
 	for k := range e {
 		keys = append(keys, k)
@@ -270,8 +319,8 @@ type genericServer struct {
 	Transport string            `json:"transport"`
 }
 
-func (f facts) server(token string) jsonServer {
-	return jsonServer{Command: f.command, Args: slices.Clone(serverArgs), Env: f.env(token)}
+func (f facts) server(token, key string) jsonServer {
+	return jsonServer{Command: f.command, Args: slices.Clone(serverArgs), Env: f.env(token, key)}
 }
 
 // encodeJSON renders v as 2-space indented JSON with a trailing newline.
@@ -293,7 +342,7 @@ func encodeJSON(v any) (string, error) {
 // swallow a following name, and `--` ends it before the command.
 func (f facts) claudeAddLine() string {
 	argv := []string{"claude", "mcp", "add", f.name}
-	for _, kv := range f.sortedEnv(f.token) {
+	for _, kv := range f.sortedEnv(f.token, ServerKeyPlaceholder) {
 		argv = append(argv, "-e", kv[0]+"="+kv[1])
 	}
 	argv = append(argv, "--", f.command)
@@ -319,7 +368,7 @@ func (f facts) codexTOML() string {
 	fmt.Fprintf(&b, "startup_timeout_sec = %d\n", codexStartupTimeoutSec)
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
 	fmt.Fprintf(&b, "\n[%s.env]\n", table)
-	for _, kv := range f.sortedEnv(f.token) {
+	for _, kv := range f.sortedEnv(f.token, ServerKeyPlaceholder) {
 		fmt.Fprintf(&b, "%s = %s\n", tomlKey(kv[0]), tomlString(kv[1]))
 	}
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,7 @@ var goldenCases = []goldenCase{
 	{"portable", Input{Portable: true, Token: testToken, ClientID: "cli_01"}},
 	{"placeholder", Input{Executable: testExe}},
 	{"awkward_path_db", Input{ServerName: "trovesnap-dev", Executable: awkwardExe, Token: testToken, DBPath: awkwardDB}},
+	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/"}},
 }
 
 // extraCases are checked for parse-back and invariants but have no golden.
@@ -120,6 +122,11 @@ func expect(in Input) expected {
 	if in.DBPath != "" {
 		e.env["TROVESNAP_DB"] = in.DBPath
 		e.projectEnv["TROVESNAP_DB"] = in.DBPath
+	}
+	if in.SupabaseURL != "" {
+		u := strings.TrimRight(in.SupabaseURL, "/")
+		e.env["SUPABASE_URL"], e.env["TROVESNAP_SUPABASE_KEY"] = u, ServerKeyPlaceholder
+		e.projectEnv["SUPABASE_URL"], e.projectEnv["TROVESNAP_SUPABASE_KEY"] = u, "${TROVESNAP_SUPABASE_KEY}"
 	}
 	return e
 }
@@ -313,9 +320,10 @@ func splitPOSIX(line string) ([]string, error) {
 }
 
 func claudeArgv(e expected) []string {
-	argv := []string{"claude", "mcp", "add", e.name, "-e", "TROVESNAP_CLIENT_TOKEN=" + e.env["TROVESNAP_CLIENT_TOKEN"]}
-	if db, ok := e.env["TROVESNAP_DB"]; ok {
-		argv = append(argv, "-e", "TROVESNAP_DB="+db)
+	argv := []string{"claude", "mcp", "add", e.name}
+	keys := slices.Sorted(maps.Keys(e.env)) // the line lists them in key order
+	for _, k := range keys {
+		argv = append(argv, "-e", k+"="+e.env[k])
 	}
 	return append(argv, "--", e.command, "mcp", "serve")
 }
@@ -428,6 +436,30 @@ func TestPreviews_Invariants(t *testing.T) {
 	}
 }
 
+// Live mode: every preview names the project URL and stands in for the
+// server key — a ${} reference in the committed project file, a
+// placeholder elsewhere — and no preview of a mock setup mentions either.
+func TestPreviews_LiveSettings(t *testing.T) {
+	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, SupabaseURL: "https://abcd1234.supabase.co/"})
+	for _, p := range ps {
+		if !strings.Contains(p.Text, "https://abcd1234.supabase.co") || strings.Contains(p.Text, "supabase.co/") {
+			t.Errorf("%s: project URL missing or not normalised:\n%s", p.Host, p.Text)
+		}
+		want := ServerKeyPlaceholder
+		if p.Host == HostClaudeCodeProject {
+			want = "${TROVESNAP_SUPABASE_KEY}"
+		}
+		if !strings.Contains(p.Text, want) || !strings.Contains(p.Note, "trovesnap_mcp server key") {
+			t.Errorf("%s: server key stand-in %q or its note missing:\n%s\n%s", p.Host, want, p.Text, p.Note)
+		}
+	}
+	for _, p := range mustPreviews(t, Input{Executable: testExe, Token: testToken}) {
+		if strings.Contains(p.Text+p.Note, "SUPABASE") {
+			t.Errorf("%s: a mock preview mentions Supabase:\n%s", p.Host, p.Text)
+		}
+	}
+}
+
 func TestPreviews_Defaults(t *testing.T) {
 	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken})
 	if !strings.HasPrefix(ps[0].Text, "claude mcp add trovesnap -e ") {
@@ -482,6 +514,10 @@ func TestPreviews_InvalidInput(t *testing.T) {
 		"db with ${":                  with(func(in *Input) { in.DBPath = "/var/${X}/db.sqlite" }),
 		"client id with newline":      with(func(in *Input) { in.ClientID = "cli\n1" }),
 		"client id too long":          with(func(in *Input) { in.ClientID = strings.Repeat("c", 129) }),
+		"supabase url not http":       with(func(in *Input) { in.SupabaseURL = "ftp://abcd.supabase.co" }),
+		"supabase url with userinfo":  with(func(in *Input) { in.SupabaseURL = "https://key@abcd.supabase.co" }),
+		"supabase url with query":     with(func(in *Input) { in.SupabaseURL = "https://abcd.supabase.co/?apikey=x" }),
+		"supabase url with ${":        with(func(in *Input) { in.SupabaseURL = "https://abcd.supabase.co/${X}" }),
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
