@@ -91,7 +91,7 @@ func TestContract_Live(t *testing.T) {
 
 // sellerAs is a seller session of the dataset user userID: the access token
 // of its Supabase Auth subject, the project's public key as apikey.
-func sellerAs(t *testing.T, env *pgtest.Env, userID string) *live.Seller {
+func sellerAs(t testing.TB, env *pgtest.Env, userID string) *live.Seller {
 	t.Helper()
 	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour)},
 		env.Endpoint.UserToken(pgtest.AuthSubject(userID), time.Hour))
