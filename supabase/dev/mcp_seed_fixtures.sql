@@ -21,21 +21,24 @@ BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_admin');
     PERFORM set_config('trovesnap.system', 'on', true);
     FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
-        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events']
+        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events',
+        'item_change_history', 'item_dispositions', 'outbound_requests']
     LOOP
         EXECUTE format('ALTER TABLE trovesnap.%I DISABLE TRIGGER USER', s);
     END LOOP;
     TRUNCATE trovesnap.qr_labels, trovesnap.label_batches, trovesnap.search_keys,
              trovesnap.item_status_events, trovesnap.item_provenance, trovesnap.policy_uses,
              trovesnap.automation_policy_versions, trovesnap.automation_policies, trovesnap.approval_grants,
-             trovesnap.proposals,
+             trovesnap.outbound_requests, trovesnap.item_dispositions, trovesnap.item_change_history, trovesnap.proposals,
+             trovesnap.export_draft_items, trovesnap.export_drafts, trovesnap.draft_revisions, trovesnap.candidate_item_changes, trovesnap.import_run_details,
              trovesnap.plugin_events, trovesnap.idempotency_keys, trovesnap.rate_counters, trovesnap.mcp_limits,
              trovesnap.demand_signals, trovesnap.inventory_candidates, trovesnap.source_records, trovesnap.import_runs,
              trovesnap.source_descriptors, trovesnap.item_price_history, trovesnap.item_photos, trovesnap.items,
              trovesnap.membership_sales, trovesnap.estate_sales, trovesnap.mcp_clients, trovesnap.memberships,
              trovesnap.users, trovesnap.tenants;
     FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
-        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events']
+        'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events',
+        'item_change_history', 'item_dispositions', 'outbound_requests']
     LOOP
         EXECUTE format('ALTER TABLE trovesnap.%I ENABLE TRIGGER USER', s);
     END LOOP;
