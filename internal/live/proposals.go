@@ -17,12 +17,21 @@ import (
 // idempotency row — is ONE RPC, ONE transaction (mcp_execute_proposal).
 
 // liveActions are the proposal actions whose domain function the live
-// database runs (migration 6); the others stay mock-only, and the catalog
-// does not offer their tools in live mode.
+// database runs (migrations 6 and 10): every action. An action outside it
+// would stay mock-only, and the catalog would not offer its tools in live
+// mode.
 var liveActions = map[string]bool{
 	domain.ActionPromoteCandidate: true,
 	domain.ActionPublishItem:      true,
 	domain.ActionPublishSale:      true,
+	domain.ActionStatusTransition: true,
+	domain.ActionArchiveItem:      true,
+	domain.ActionBulkItemUpdate:   true,
+	domain.ActionBindIdentity:     true,
+	domain.ActionReleaseIdentity:  true,
+	domain.ActionDisposition:      true,
+	domain.ActionBuyerNotify:      true,
+	domain.ActionExportDelivery:   true,
 }
 
 // liveActionTools are the controlled actions that execute liveActions.
@@ -30,6 +39,14 @@ var liveActionTools = map[string]bool{
 	"trove_execute_candidate_promotion": true,
 	"trove_publish_item":                true,
 	"trove_publish_sale":                true,
+	"trove_update_item_status":          true,
+	"trove_archive_item":                true,
+	"trove_apply_bulk_item_update":      true,
+	"trove_bind_item_identity":          true,
+	"trove_release_item_identity":       true,
+	"trove_apply_disposition_action":    true,
+	"trove_notify_matched_buyers":       true,
+	"trove_deliver_export":              true,
 }
 
 // proposalState is mcp_proposal_state's answer: a replay of the key, or the
@@ -45,6 +62,11 @@ type proposalState struct {
 	Items          []domain.Item     `json:"items"`
 	SaleStatuses   map[string]string `json:"sale_statuses"`
 	Sale           *domain.Sale      `json:"sale"`
+	// The facts the builders of migration 10's actions read (actions.go).
+	StatusCandidate *statusCandidateFacts `json:"status_candidate"`
+	Tag             *tagFacts             `json:"tag"`
+	Demand          *saleDemand           `json:"demand"`
+	Export          *exportFacts          `json:"export"`
 }
 
 // writeAnswer is the answer of a persisted write RPC.
@@ -107,6 +129,7 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	args := map[string]any{
 		"p_credential_hash": h, "p_tool": w.Idem.Tool, "p_tool_major": w.Idem.ToolMajor, "p_key": w.Idem.Key,
 		"p_fingerprint": w.Idem.Fingerprint, "p_action": d.Action, "p_target_ids": nonNil(d.TargetIDs),
+		"p_fields": stateFields(d),
 	}
 	var st proposalState
 	if err := b.call(ctx, "mcp_proposal_state", args, &st); err != nil {
@@ -166,6 +189,8 @@ func buildProposal(p domain.Principal, d domain.ProposalDraft, st proposalState)
 			return prop, missing("sale")
 		}
 		err = domain.BuildSalePublication(p, &prop, *st.Sale)
+	default:
+		err = buildAction(p, d, &prop, st)
 	}
 	if err != nil {
 		return prop, err

@@ -1,0 +1,191 @@
+package live
+
+import (
+	"fmt"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// The controlled actions of migration 10 in live mode: status transitions
+// and archiving, bulk item updates, QR identity binding and release,
+// dispositions and buyer notifications. As for the first three actions,
+// domain's builders make the proposal from the state mcp_proposal_state
+// answers, mcp_create_proposal re-verifies it under the key's lock, and
+// mcp_execute_proposal runs the domain function in ONE transaction with the
+// authority, the versions, the event and the idempotency row.
+//
+// Neither a buyer notification nor an export delivery is sent by this
+// project in live mode: its execution queues one outbound request for an
+// external worker and reports its targets "queued", never "sent" or
+// "delivered" (docs/live-outbound.md).
+
+// statusCandidateFacts is what a status transition that reviews an imported
+// status reads of its candidate.
+type statusCandidateFacts struct {
+	Found        bool   `json:"found"`
+	Kind         string `json:"kind"`
+	ReviewStatus string `json:"review_status"`
+}
+
+// tagFacts is what binding a QR tag reads: whether the code is one of the
+// tenant's printed labels, and whether another item carries it.
+type tagFacts struct {
+	Code           string `json:"code"`
+	Printed        bool   `json:"printed"`
+	BoundElsewhere bool   `json:"bound_elsewhere"`
+}
+
+// demandCounts are summed demand signals: counts only, never a buyer.
+type demandCounts struct {
+	Saves   int `json:"saves"`
+	Follows int `json:"follows"`
+}
+
+// saleDemand is the aggregated demand of one sale, in total and per
+// top-level category, from which a notification's audience is sized.
+type saleDemand struct {
+	SaleID  string                  `json:"sale_id"`
+	Saves   int                     `json:"saves"`
+	Follows int                     `json:"follows"`
+	ByTop   map[string]demandCounts `json:"by_top"`
+}
+
+// exportFacts is what an export delivery is built from (domain.ExportFacts):
+// status "delivery_queued" once a delivery of it was queued.
+type exportFacts struct {
+	ID         string `json:"id"`
+	Channel    string `json:"channel"`
+	Status     string `json:"status"`
+	ItemCount  int    `json:"item_count"`
+	ValidCount int    `json:"valid_count"`
+	Rows       []struct {
+		ItemID         string `json:"item_id"`
+		StagedVersion  int    `json:"staged_version"`
+		SaleID         string `json:"sale_id"`
+		CurrentVersion int    `json:"current_version"`
+	} `json:"rows"`
+}
+
+// stateFields are the draft's fields mcp_proposal_state needs besides the
+// targets: the bulk changes (checked before any target is read, as the
+// store does), the tag to bind, the imported status a transition reviews.
+func stateFields(d domain.ProposalDraft) map[string]any {
+	f := map[string]any{}
+	switch d.Action {
+	case domain.ActionBulkItemUpdate:
+		if ch, ok := d.Fields["changes"].(map[string]any); ok {
+			f["changes"] = ch
+		}
+	case domain.ActionBindIdentity:
+		if code, ok := d.Fields["qr_code"].(string); ok {
+			f["qr_code"] = code
+		}
+	case domain.ActionStatusTransition, domain.ActionArchiveItem:
+		if d.StatusCandidateID != "" {
+			f["status_candidate_id"] = d.StatusCandidateID
+		}
+	}
+	return f
+}
+
+func missingState(what string) error {
+	return fmt.Errorf("live: mcp_proposal_state: answer without the %s: %w", what, domain.ErrUnavailable)
+}
+
+// buildAction runs domain's builder of a migration 10 action over the
+// state the database answered (buildProposal handles the first three).
+func buildAction(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	items := func() ([]domain.Item, error) {
+		if len(st.Items) != len(prop.TargetIDs) {
+			return nil, missingState("items")
+		}
+		return st.Items, nil
+	}
+	switch d.Action {
+	case domain.ActionBulkItemUpdate:
+		changes, names, err := domain.BulkUpdateChanges(p, d)
+		if err != nil {
+			return err
+		}
+		its, err := items()
+		if err != nil {
+			return err
+		}
+		return domain.BuildBulkUpdate(p, prop, its, changes, names)
+	case domain.ActionStatusTransition, domain.ActionArchiveItem:
+		its, err := items()
+		if err != nil {
+			return err
+		}
+		return domain.BuildStatusTransition(p, d, prop, its, func(id string) (string, string, error) {
+			c := st.StatusCandidate
+			switch {
+			case c == nil || id != d.StatusCandidateID:
+				return "", "", missingState("status candidate")
+			case !c.Found:
+				return "", "", domain.UnknownRef("status_candidate_id", id, false)
+			}
+			return c.Kind, c.ReviewStatus, nil
+		})
+	case domain.ActionBindIdentity, domain.ActionReleaseIdentity:
+		its, err := items()
+		if err != nil {
+			return err
+		}
+		return domain.BuildIdentity(p, d, prop, its, func(code, itemID string) error {
+			t := st.Tag
+			switch {
+			case t == nil || t.Code != code || len(prop.TargetIDs) == 0 || itemID != prop.TargetIDs[0]:
+				return missingState("tag")
+			case !t.Printed:
+				return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
+			case t.BoundElsewhere:
+				return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
+			}
+			return nil
+		})
+	case domain.ActionDisposition:
+		its, err := items()
+		if err != nil {
+			return err
+		}
+		return domain.BuildDisposition(p, d, prop, its)
+	case domain.ActionBuyerNotify:
+		var target domain.NotificationTarget
+		if domain.ValidID(domain.PrefixItem, prop.TargetIDs[0]) {
+			its, err := items()
+			if err != nil {
+				return err
+			}
+			target.Item = &its[0]
+		} else {
+			if st.Sale == nil {
+				return missingState("sale")
+			}
+			target.Sale = st.Sale
+		}
+		return domain.BuildNotification(p, d, prop, target, func(saleID, top string) (int, int, error) {
+			dm := st.Demand
+			if dm == nil || dm.SaleID != saleID {
+				return 0, 0, missingState("demand")
+			}
+			if top == "" {
+				return dm.Saves, dm.Follows, nil
+			}
+			c := dm.ByTop[top]
+			return c.Saves, c.Follows, nil
+		})
+	case domain.ActionExportDelivery:
+		e := st.Export
+		if e == nil || e.ID != prop.TargetIDs[0] {
+			return missingState("export")
+		}
+		facts := domain.ExportFacts{Channel: e.Channel, Status: e.Status, Items: e.ItemCount, Valid: e.ValidCount}
+		for _, r := range e.Rows {
+			facts.Rows = append(facts.Rows, domain.ExportItem{ItemID: r.ItemID, StagedVersion: r.StagedVersion, SaleID: r.SaleID,
+				CurrentVersion: r.CurrentVersion})
+		}
+		return domain.BuildExportDelivery(prop, facts)
+	}
+	return fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
+}
