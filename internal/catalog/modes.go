@@ -39,6 +39,33 @@ var liveReady = map[string]bool{
 	"trove_execute_candidate_promotion": true,
 	"trove_publish_item":                true,
 	"trove_publish_sale":                true,
+
+	// The ingestion writes and the CSV preview's read (supabase migration
+	// 9). The two media tools stay mock-only (internal/live/unavailable.go).
+	"trove_preview_csv_import":             true,
+	"trove_apply_csv_import":               true,
+	"trove_run_manual_import":              true,
+	"trove_create_status_update_candidate": true,
+	"trove_draft_listing_copy":             true,
+	"trove_stage_export":                   true,
+
+	// The remaining controlled actions (supabase migration 10). A buyer
+	// notification or an export delivery is queued for an external worker
+	// in live mode, never sent here (docs/live-outbound.md).
+	"trove_propose_status_transition":  true,
+	"trove_propose_bulk_item_update":   true,
+	"trove_propose_identity_binding":   true,
+	"trove_propose_disposition_action": true,
+	"trove_propose_buyer_notification": true,
+	"trove_propose_export_delivery":    true,
+	"trove_update_item_status":         true,
+	"trove_archive_item":               true,
+	"trove_apply_bulk_item_update":     true,
+	"trove_bind_item_identity":         true,
+	"trove_release_item_identity":      true,
+	"trove_apply_disposition_action":   true,
+	"trove_notify_matched_buyers":      true,
+	"trove_deliver_export":             true,
 }
 
 var mockOnly = []domain.Mode{domain.ModeMock}
