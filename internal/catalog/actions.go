@@ -96,7 +96,7 @@ func applyBulkItemUpdate() Tool {
 
 func notifyMatchedBuyers() Tool {
 	return action(actionDefinition("trove_notify_matched_buyers", "Notify matched buyers",
-		"Execute an approved buyer-notification proposal: the notification service resolves the matched buyers itself and sends the approved message on the approved channels, within rate limits and opt-outs. Requires a proposal from trove_propose_buyer_notification explicitly approved by the seller. Never returns buyer identities."+actionFooter,
+		"Execute an approved buyer-notification proposal: the notification service resolves the matched buyers itself and sends the approved message on the approved channels, within rate limits and opt-outs. Requires a proposal from trove_propose_buyer_notification explicitly approved by the seller. Never returns buyer identities. In live mode the request is queued for the delivery worker (outcome queued): nothing is claimed sent."+actionFooter,
 		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermBuyerNotify},
 		DomainMapping{Service: "notifications", Operation: "notify_matched_buyers"},
 		domain.EventImpact{Type: "notification", Material: true}))
@@ -128,7 +128,7 @@ func applyDispositionAction() Tool {
 
 func deliverExport() Tool {
 	return action(actionDefinition("trove_deliver_export", "Deliver an export",
-		"Execute an approved export-delivery proposal: hands the staged snapshot to the channel-specific approved export function (eBay, Facebook Marketplace, Etsy, CSV file), which may make listings public outside TroveSnap. Requires a proposal from trove_propose_export_delivery explicitly approved by the seller. Never delivers items changed since staging."+actionFooter,
+		"Execute an approved export-delivery proposal: hands the staged snapshot to the channel-specific approved export function (eBay, Facebook Marketplace, Etsy, CSV file), which may make listings public outside TroveSnap. Requires a proposal from trove_propose_export_delivery explicitly approved by the seller. Never delivers items changed since staging. In live mode the delivery is queued for the export worker (outcome queued): nothing is claimed delivered."+actionFooter,
 		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermExportDeliver},
 		DomainMapping{Service: "exports", Operation: "deliver_export"},
 		domain.EventImpact{Type: "external_delivery", Material: true, PublicStateChanged: true}))

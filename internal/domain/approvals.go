@@ -252,7 +252,7 @@ type Authorization struct {
 // TargetOutcome is what execution did to one target.
 type TargetOutcome struct {
 	TargetID   string `json:"target_id"`
-	Outcome    string `json:"outcome" jsonschema:"applied, simulated, conflict (stale version), rejected (invalid transition) or skipped"`
+	Outcome    string `json:"outcome" jsonschema:"applied; simulated (mock mode: nothing left this machine); queued (live: a notification or export handed to the delivery worker, not yet sent); conflict (stale version), rejected (invalid transition) or skipped"`
 	NewVersion *int   `json:"new_version"`
 }
 

@@ -197,7 +197,8 @@ func (s *Seller) MemberRole(ctx context.Context, tenantID, userID string) (strin
 }
 
 // CurrentVersions returns the current version of each target id (items,
-// sales, candidates) of the tenant; unknown ids are absent.
+// sales, candidates, staged exports — migration 10 extends the RPC to
+// exports) of the tenant; unknown ids are absent.
 func (s *Seller) CurrentVersions(ctx context.Context, tenantID string, ids []string) (map[string]int, error) {
 	out := map[string]int{}
 	if len(ids) == 0 {
