@@ -174,9 +174,24 @@ func (s *Store) applyDispositionAction(ctx context.Context, tx *sql.Tx, prop dom
 			}
 		}
 	}
-	v, err := s.appendInventoryStatusEvent(ctx, tx, prop, it, to, ts(now), "disposition:"+action, now)
-	if err != nil {
-		return 0, err
+	var had string
+	switch err := tx.QueryRowContext(ctx, "SELECT action FROM item_dispositions WHERE item_id = ?", it.ID).Scan(&had); {
+	case err == nil:
+		return 0, fmt.Errorf("item %s already has a disposition (%s): %w", it.ID, had, domain.ErrTransitionInvalid)
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, s.dbErr("disposition", err)
+	}
+	steps := domain.DispositionSteps(it.Status, to)
+	if steps == nil {
+		return 0, fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, domain.ErrTransitionInvalid)
+	}
+	var v int
+	for _, step := range steps { // withdrawn from sale first when it must be
+		var err error
+		if v, err = s.appendInventoryStatusEvent(ctx, tx, prop, it, step, ts(now), "disposition:"+action, now); err != nil {
+			return 0, err
+		}
+		it.Status, it.Version = step, v
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO item_dispositions (item_id, tenant_id, action, counterparty, offer_cents, proposal_id, applied_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, it.ID, prop.TenantID, action, cp, offer, prop.ID, ts(now)); err != nil {

@@ -738,6 +738,27 @@ func testDisposition(t *testing.T, in Instance) {
 	if got := f.itemNow(table.ID); got.Status != domain.ItemArchived || got.Version != table.Version+1 {
 		t.Fatalf("donated item = %+v", got)
 	}
+
+	// A published item donated is withdrawn from sale, then archived
+	// (domain.DispositionSteps): two lifecycle events, one disposition.
+	cab := f.itemNow(actCabinet)
+	pub := f.mustPropose(dispositionDraft("donate", "", nil, cab))
+	g3 := f.approve(pub)
+	res, _ = f.runExecution(pub, g3, "dispose-exec-3", map[string]int64{"item_dispositions": 1, "item_status_events": 2})
+	if got := f.itemNow(cab.ID); got.Status != domain.ItemArchived || got.Version != cab.Version+2 || len(res.Results) != 1 ||
+		res.Results[0].NewVersion == nil || *res.Results[0].NewVersion != cab.Version+2 {
+		t.Fatalf("donated published item = %+v, result %s", got, mustJSON(t, res))
+	}
+
+	// An item has one disposition: a consigned item cannot get a second.
+	again := f.itemNow(dishes.ID)
+	second := f.mustPropose(dispositionDraft("donate", "", nil, again))
+	g4 := f.approve(second)
+	err := f.refusedExecution(second, g4, domain.ErrTransitionInvalid, "a second disposition")
+	if !strings.Contains(err.Error(), "already has a disposition") {
+		t.Fatalf("refusal reason: %v", err)
+	}
+	f.sameItem(again, "a refused second disposition")
 }
 
 func testDispositionRefused(t *testing.T, in Instance) {
@@ -755,17 +776,7 @@ func testDispositionRefused(t *testing.T, in Instance) {
 	_, _, err = f.propose(f.owner, dispositionDraft("consign", "", nil, stale))
 	actWantStale(t, err, dishes.ID, dishes.Version, dishes.Version-1)
 	f.unchanged(before, "a refused disposition proposal")
-
-	// The lifecycle decides at execution: a published item cannot be
-	// archived directly, so donating it is refused then — the whole
-	// execution, with nothing recorded and the grant still unused.
-	prop := f.mustPropose(dispositionDraft("donate", "", nil, cab))
-	g := f.approve(prop)
-	err = f.refusedExecution(prop, g, domain.ErrTransitionInvalid, "donating a published item")
-	if !strings.Contains(err.Error(), "cannot go from published to archived") {
-		t.Fatalf("refusal reason: %v", err)
-	}
-	f.sameItem(cab, "a refused disposition")
+	_ = cab
 }
 
 // actNotifyOutcome is what a notification's target reports: simulated in mock

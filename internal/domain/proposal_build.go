@@ -415,6 +415,9 @@ func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item
 		if action == "consign" {
 			to = ItemWithdrawn
 		}
+		if DispositionSteps(it.Status, to) == nil {
+			return fmt.Errorf("item %s is %s and cannot become %s: %w", it.ID, it.Status, to, ErrTransitionInvalid)
+		}
 		prop.Changes = append(prop.Changes,
 			FieldChange{TargetID: it.ID, Field: "disposition", From: nil, To: action},
 			FieldChange{TargetID: it.ID, Field: "status", From: it.Status, To: to})

@@ -678,12 +678,24 @@ DECLARE
     v_action text := coalesce(p_changes ->> 'disposition', '');
     v_cp     text;
     v_offer  jsonb;
+    v_had    text;
     v        integer;
 BEGIN
     SELECT ch ->> 'to' INTO v_cp FROM jsonb_array_elements(pr.body -> 'changes') WITH ORDINALITY AS c(ch, n)
     WHERE ch ->> 'field' = 'counterparty' AND jsonb_typeof(ch -> 'to') = 'string' ORDER BY n DESC LIMIT 1;
     SELECT ch -> 'to' INTO v_offer FROM jsonb_array_elements(pr.body -> 'changes') WITH ORDINALITY AS c(ch, n)
     WHERE ch ->> 'field' = 'offer_cents' AND jsonb_typeof(ch -> 'to') = 'number' ORDER BY n DESC LIMIT 1;
+    SELECT d.action INTO v_had FROM trovesnap.item_dispositions d WHERE d.tenant_id = pr.tenant_id AND d.item_id = i.id;
+    IF FOUND THEN
+        PERFORM trovesnap.fail('transition_invalid', format('item %s already has a disposition (%s)', i.id, v_had));
+    END IF;
+    -- A published or on-hold item is withdrawn from sale first, then
+    -- archived (domain.DispositionSteps): the lifecycle has no direct step.
+    IF NOT trovesnap.can_transition(i.status, p_changes ->> 'status') AND p_changes ->> 'status' <> 'withdrawn'
+       AND trovesnap.can_transition(i.status, 'withdrawn') AND trovesnap.can_transition('withdrawn', p_changes ->> 'status') THEN
+        PERFORM trovesnap.append_inventory_status_event(pr, i, 'withdrawn', '', 'disposition:' || v_action);
+        SELECT * INTO i FROM trovesnap.items it WHERE it.tenant_id = pr.tenant_id AND it.id = i.id;
+    END IF;
     v := trovesnap.append_inventory_status_event(pr, i, p_changes ->> 'status', '', 'disposition:' || v_action);
     INSERT INTO trovesnap.item_dispositions (item_id, tenant_id, action, counterparty, offer_cents, proposal_id, applied_at)
     VALUES (i.id, pr.tenant_id, v_action, coalesce(v_cp, ''), trunc((v_offer #>> '{}')::numeric)::bigint, pr.id, now());
