@@ -169,30 +169,6 @@ func (s *Store) ingAsset(ctx context.Context, tx *sql.Tx, p domain.Principal, in
 	return a, false, created, nil
 }
 
-// checkMediaInput validates a media write before any transaction: one
-// source of bytes, and uploaded bytes that are what the checks said.
-func checkMediaInput(in *domain.NewCandidateMedia) error {
-	in.Caption = domain.CleanLine(in.Caption)
-	switch {
-	case (in.Upload == nil) == (in.AssetID == ""):
-		return domain.Invalid("image_base64", "give exactly one of image_base64 or asset_id")
-	case in.AssetID != "" && !domain.ValidID(domain.PrefixAsset, in.AssetID):
-		return domain.Invalid("asset_id", "not an asset id (asset_…)")
-	case domain.RuneLen(in.Caption) > 200:
-		return domain.Invalid("caption", "longer than 200 characters")
-	}
-	if up := in.Upload; up != nil {
-		// The catalog ran the photo checks; the store still refuses bytes
-		// that do not match what those checks reported.
-		if _, ok := assetExt[up.MimeType]; !ok || up.Size != len(up.Bytes) || up.Size == 0 || up.Size > domain.MaxPhotoBytes ||
-			up.Width <= 0 || up.Height <= 0 || int64(up.Width)*int64(up.Height) > domain.MaxPhotoPixels ||
-			domain.OriginalHash(up.Bytes) != up.ContentHash {
-			return domain.Invalid("image_base64", "the image did not pass the server's checks")
-		}
-	}
-	return nil
-}
-
 // attachMedia attaches asset a to candidate candID (idempotently per pair)
 // and reports the media id and whether it was attached before.
 func (s *Store) attachMedia(ctx context.Context, tx *sql.Tx, p domain.Principal, candID string, a assetRow, caption string, now time.Time) (string, bool, error) {
@@ -229,7 +205,7 @@ func (s *Store) removeCreated(rel string) {
 
 // AttachCandidateMedia implements domain.IngestionBackend.
 func (s *Store) AttachCandidateMedia(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewCandidateMedia) (domain.CandidateMediaCreated, domain.WriteOutcome, error) {
-	if err := checkMediaInput(&in); err != nil {
+	if err := domain.CheckMediaInput(&in); err != nil {
 		return domain.CandidateMediaCreated{}, domain.WriteOutcome{}, err
 	}
 	if !domain.ValidID(domain.PrefixCandidate, in.CandidateID) {
@@ -275,7 +251,7 @@ func (s *Store) AttachCandidateMedia(ctx context.Context, p domain.Principal, w 
 
 // CreateMediaCandidate implements domain.IngestionBackend.
 func (s *Store) CreateMediaCandidate(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewCandidateMedia) (domain.CandidateMediaCreated, domain.WriteOutcome, error) {
-	if err := checkMediaInput(&in); err != nil {
+	if err := domain.CheckMediaInput(&in); err != nil {
 		return domain.CandidateMediaCreated{}, domain.WriteOutcome{}, err
 	}
 	if !domain.ValidID(domain.PrefixItem, in.ItemID) {

@@ -31,34 +31,12 @@ const importProgressEvery = 500
 // RunImport implements domain.IngestionBackend.
 func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewImport) (domain.ImportCreated, domain.WriteOutcome, error) {
 	var zero domain.ImportCreated
-	field := "rows"
-	switch in.Kind {
-	case domain.ImportManual:
-	case domain.ImportCSV:
-		field = "csv_text"
-	default:
-		return zero, domain.WriteOutcome{}, fmt.Errorf("store: import kind %q: %w", in.Kind, domain.ErrInvalidInput)
+	checked, err := domain.CheckImport(in)
+	if err != nil {
+		return zero, domain.WriteOutcome{}, err
 	}
-	if !domain.ValidID(domain.PrefixSale, in.SaleID) {
-		return zero, domain.WriteOutcome{}, domain.Invalid("sale_id", "required: the sale every row belongs to")
-	}
-	if len(in.Rows) == 0 {
-		return zero, domain.WriteOutcome{}, domain.Invalid(field, "no rows to import")
-	}
-	if len(in.Rows) > domain.MaxImportRows {
-		return zero, domain.WriteOutcome{}, domain.Invalid(field, fmt.Sprintf("more than %d rows in one import", domain.MaxImportRows))
-	}
-	rows := make([]domain.ImportRow, len(in.Rows))
-	for i, r := range in.Rows {
-		rows[i] = ingCheckRow(r)
-	}
-	if !in.SkipInvalidRows {
-		if err := ingRowsError(field, rows); err != nil {
-			return zero, domain.WriteOutcome{}, err
-		}
-	}
-	label := domain.Truncate(domain.CleanLine(in.SourceLabel), 200)
-	mapping, err := json.Marshal(ingNonNil(in.Mapping))
+	rows, label := checked.Rows, checked.Label
+	mapping, err := json.Marshal(checked.Mapping)
 	if err != nil {
 		return zero, domain.WriteOutcome{}, fmt.Errorf("store: import mapping: %w", domain.ErrInvalidInput)
 	}
@@ -80,31 +58,23 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 		if err != nil {
 			return res, domain.Related{}, err
 		}
-		valid := 0
 		for i := range rows {
 			r := &rows[i]
 			if r.Kind == domain.CandidateStatusUpdate && r.ItemID != "" {
 				it, ok := items[r.ItemID]
 				switch {
 				case !ok:
-					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "unknown_item", "the item does not exist or is not visible to you"))
+					r.MarkItemUnknown()
 				case it.SaleID != in.SaleID:
-					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "item_in_other_sale", "the item belongs to another sale than this import's"))
+					r.MarkItemInOtherSale()
 				case !p.MaySeeSale(it.SaleID):
-					r.Issues = append(r.Issues, ingRowIssue(r, "item_id", "unknown_item", "the item does not exist or is not visible to you"))
+					r.MarkItemUnknown()
 				}
 			}
-			if r.Valid() {
-				valid++
-			}
 		}
-		if !in.SkipInvalidRows {
-			if err := ingRowsError(field, rows); err != nil {
-				return res, domain.Related{}, err
-			}
-		}
-		if valid == 0 {
-			return res, domain.Related{}, domain.Invalid(field, "no row is valid, so nothing was imported: "+ingIssueSummary(rows))
+		valid, err := domain.CountValidImportRows(checked.Field, rows, in.SkipInvalidRows)
+		if err != nil {
+			return res, domain.Related{}, err
 		}
 
 		descID, err := s.ingDescriptor(ctx, tx, p, in.Kind, label, now)
@@ -139,7 +109,7 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 		var buf bytes.Buffer
 		for i, r := range rows {
 			recordID := s.ids.New(domain.PrefixRecord)
-			payload, err := ingPayload(&buf, r)
+			payload, err := domain.EncodeSourcePayload(&buf, r)
 			if err != nil {
 				return res, domain.Related{}, s.dbErr("import: encode row", err)
 			}
@@ -237,129 +207,16 @@ func (st *ingStatements) close() {
 
 // ingCandidate builds the candidate of a valid import row.
 func ingCandidate(r domain.ImportRow, p domain.Principal, saleID, descID, runID, recordID string, now time.Time) domain.Candidate {
-	c := domain.Candidate{TenantID: p.TenantID, SaleID: saleID, Kind: r.Kind, Title: r.Title, Description: r.Description,
-		Category: r.Category, Room: r.Room, Condition: r.Condition, Quantity: max(r.Quantity, 1),
-		SuppliedPriceCents: r.SuppliedPriceCents, Notes: r.Notes, ReviewStatus: domain.ReviewNeedsReview,
-		SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID, CreatedByClientID: p.Client.ID,
-		Version: 1, CreatedAt: now}
-	if r.Kind == domain.CandidateStatusUpdate {
-		if c.Title == "" {
-			c.Title = fmt.Sprintf("Reported %s: %s", r.ReportedStatus, r.ItemID)
-		}
-		c.SuppliedPriceCents = nil // a status report never records a sale price
-	}
+	c := domain.ImportRowCandidate(r)
+	c.TenantID, c.SaleID, c.ReviewStatus = p.TenantID, saleID, domain.ReviewNeedsReview
+	c.SourceDescriptorID, c.ImportRunID, c.SourceRecordID = descID, runID, recordID
+	c.CreatedByClientID, c.Version, c.CreatedAt = p.Client.ID, 1, now
 	return c
 }
 
-// ingCheckRow re-applies, inside the Backend, the rules every import row
-// obeys whatever door it came through: text normalised and bounded, a kind
-// and the fields that kind needs. It only adds issues; it never guesses.
-func ingCheckRow(r domain.ImportRow) domain.ImportRow {
-	r.Issues = slices.Clone(r.Issues)
-	r.Title = domain.CleanLine(r.Title)
-	r.Description = domain.CleanText(r.Description)
-	r.Notes = domain.CleanText(r.Notes)
-	r.ExternalRef = domain.CleanLine(r.ExternalRef)
-	r.Category, r.Room, r.Condition = domain.CleanLine(r.Category), domain.CleanLine(r.Room), domain.CleanLine(r.Condition)
-	for i := range r.Cells {
-		r.Cells[i].Column, r.Cells[i].Value = domain.CleanLine(r.Cells[i].Column), domain.CleanText(r.Cells[i].Value)
-	}
-	bad := func(field, reason string) { r.Issues = append(r.Issues, ingRowIssue(&r, field, "invalid_row", reason)) }
-	for _, f := range []struct {
-		name, v string
-		max     int
-	}{{"title", r.Title, 200}, {"description", r.Description, 4000}, {"notes", r.Notes, 4000}, {"external_ref", r.ExternalRef, 128},
-		{"category", r.Category, 128}, {"room", r.Room, 64}} {
-		if domain.RuneLen(f.v) > f.max {
-			bad(f.name, fmt.Sprintf("longer than %d characters", f.max))
-		}
-	}
-	if r.Quantity < 0 || r.Quantity > 10_000 {
-		bad("quantity", "out of range")
-	}
-	if r.SuppliedPriceCents != nil && (*r.SuppliedPriceCents < 0 || *r.SuppliedPriceCents > 100_000_000) {
-		bad("supplied_price_cents", "out of range")
-	}
-	switch r.Kind {
-	case domain.CandidateNewItem:
-		if r.Title == "" && r.Valid() {
-			bad("title", "a new item needs a title")
-		}
-	case domain.CandidateStatusUpdate:
-		if !domain.ValidID(domain.PrefixItem, r.ItemID) && r.Valid() {
-			bad("item_id", "a status report needs an item id")
-		}
-		if !slices.Contains(domain.ReportableStatuses, r.ReportedStatus) && r.Valid() {
-			bad("reported_status", "not a reportable status")
-		}
-	default:
-		bad("kind", "unknown row kind")
-	}
-	return r
-}
-
-func ingRowIssue(r *domain.ImportRow, column, code, msg string) domain.RowIssue {
-	return domain.RowIssue{Row: r.Row, Line: r.Line, Column: column, Code: code, Severity: domain.SeverityError, Message: msg}
-}
-
-// ingRowsError fails a strict import that has an invalid row, saying which
-// rows and why (codes only: messages never quote imported text).
-func ingRowsError(field string, rows []domain.ImportRow) error {
-	for _, r := range rows {
-		if !r.Valid() {
-			return domain.Invalid(field, "some rows are invalid and nothing was imported: "+ingIssueSummary(rows)+
-				"; preview the import to see every issue, fix the rows, or pass skip_invalid_rows to import the valid rows only")
-		}
-	}
-	return nil
-}
-
-// ingIssueSummary names the first invalid rows and their error codes.
-func ingIssueSummary(rows []domain.ImportRow) string {
-	const show = 5
-	var parts []string
-	bad := 0
-	for _, r := range rows {
-		if r.Valid() {
-			continue
-		}
-		bad++
-		if len(parts) == show {
-			continue
-		}
-		var codes []string
-		for _, is := range r.Issues {
-			if is.Severity == domain.SeverityError && !slices.Contains(codes, is.Code) {
-				codes = append(codes, is.Code)
-			}
-		}
-		parts = append(parts, fmt.Sprintf("row %d: %s", r.Row, strings.Join(codes, ", ")))
-	}
-	s := strings.Join(parts, "; ")
-	if bad > show {
-		s += fmt.Sprintf("; %d invalid rows in all", bad)
-	}
-	return s
-}
-
-// ingPayload encodes a row as its source record's payload: the row as
-// normalised plus the hash of its original bytes; never HTML-escaped, so
-// the stored text is the text.
-func ingPayload(buf *bytes.Buffer, r any) ([]byte, error) {
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// ingPayloadBytes is ingPayload into a buffer of its own.
-func ingPayloadBytes(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	return ingPayload(&buf, v)
-}
+// ingPayloadBytes encodes a source record's payload into a buffer of its
+// own (domain.SourcePayload).
+func ingPayloadBytes(v any) ([]byte, error) { return domain.SourcePayload(v) }
 
 // ingDescriptor returns the source descriptor of an import: the client's
 // own mcp_client descriptor for rows typed through it, a new csv_upload
@@ -460,26 +317,9 @@ func (s *Store) ImportTargets(ctx context.Context, p domain.Principal, saleID st
 // CreateStatusReport implements domain.IngestionBackend.
 func (s *Store) CreateStatusReport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewStatusReport) (domain.StatusReportCreated, domain.WriteOutcome, error) {
 	var zero domain.StatusReportCreated
-	in.Notes = domain.CleanText(in.Notes)
-	switch {
-	case !domain.ValidID(domain.PrefixItem, in.ItemID):
-		return zero, domain.WriteOutcome{}, domain.Invalid("item_id", "required: the item whose status was reported")
-	case !slices.Contains(domain.ReportableStatuses, in.ReportedStatus):
-		return zero, domain.WriteOutcome{}, domain.Invalid("reported_status", "must be one of "+strings.Join(domain.ReportableStatuses, ", "))
-	case in.EffectiveAt.IsZero():
-		return zero, domain.WriteOutcome{}, domain.Invalid("effective_at", "required")
-	case strings.TrimSpace(in.Source) == "":
-		return zero, domain.WriteOutcome{}, domain.Invalid("source", "required")
-	case domain.RuneLen(in.Notes) > 4000:
-		return zero, domain.WriteOutcome{}, domain.Invalid("notes", "longer than 4000 characters")
-	}
-	in.EffectiveAt = in.EffectiveAt.UTC()
-	payload, err := ingPayloadBytes(struct {
-		Kind string `json:"kind"`
-		domain.NewStatusReport
-	}{domain.CandidateStatusUpdate, in})
+	in, payload, err := domain.CheckStatusReport(in)
 	if err != nil {
-		return zero, domain.WriteOutcome{}, fmt.Errorf("store: status report: encode: %w", domain.ErrInvalidInput)
+		return zero, domain.WriteOutcome{}, err
 	}
 
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.StatusReportCreated, domain.Related, error) {
@@ -551,11 +391,4 @@ func (s *Store) ingSingleRecordCandidate(ctx context.Context, tx *sql.Tx, p doma
 	return domain.Candidate{ID: s.ids.New(domain.PrefixCandidate), TenantID: p.TenantID, SaleID: saleID, Quantity: 1,
 		ReviewStatus: domain.ReviewNeedsReview, SourceDescriptorID: descID, ImportRunID: runID, SourceRecordID: recordID,
 		CreatedByClientID: p.Client.ID, Version: 1, CreatedAt: now}, nil
-}
-
-func ingNonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -17,20 +16,9 @@ import (
 // is exactly the copy computed from the record version it names.
 func (s *Store) DraftListingCopy(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.DraftRequest) (domain.DraftCreated, domain.WriteOutcome, error) {
 	var zero domain.DraftCreated
-	switch {
-	case (in.CandidateID == "") == (in.ItemID == ""):
-		return zero, domain.WriteOutcome{}, domain.Invalid("candidate_id", "give exactly one of candidate_id or item_id")
-	case in.CandidateID != "" && !domain.ValidID(domain.PrefixCandidate, in.CandidateID):
-		return zero, domain.WriteOutcome{}, domain.Invalid("candidate_id", "not a candidate id")
-	case in.ItemID != "" && !domain.ValidID(domain.PrefixItem, in.ItemID):
-		return zero, domain.WriteOutcome{}, domain.Invalid("item_id", "not an item id")
-	case in.Tone != "" && !slices.Contains(domain.DraftTones, in.Tone):
-		return zero, domain.WriteOutcome{}, domain.Invalid("tone", "must be one of "+strings.Join(domain.DraftTones, ", "))
-	case in.MaxWords != 0 && (in.MaxWords < 20 || in.MaxWords > 400):
-		return zero, domain.WriteOutcome{}, domain.Invalid("max_words", "must be from 20 to 400")
-	}
-	if in.Tone == "" {
-		in.Tone = "plain"
+	in, err := domain.CheckDraftRequest(in)
+	if err != nil {
+		return zero, domain.WriteOutcome{}, err
 	}
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.DraftCreated, domain.Related, error) {
 		var res domain.DraftCreated
@@ -113,42 +101,20 @@ func (s *Store) draftFacts(ctx context.Context, tx *sql.Tx, p domain.Principal, 
 // and export_draft_items only: no item, no delivery, no publication.
 func (s *Store) StageExport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewExport) (domain.ExportDraft, domain.WriteOutcome, error) {
 	var zero domain.ExportDraft
-	switch {
-	case !slices.Contains(domain.ExportChannels, in.Channel):
-		return zero, domain.WriteOutcome{}, domain.Invalid("channel", "must be one of "+strings.Join(domain.ExportChannels, ", "))
-	case len(in.ItemIDs) == 0 || len(in.ItemIDs) > domain.MaxExportItems:
-		return zero, domain.WriteOutcome{}, domain.Invalid("item_ids", fmt.Sprintf("give 1 to %d items", domain.MaxExportItems))
-	}
-	seen := map[string]bool{}
-	for _, id := range in.ItemIDs {
-		if !domain.ValidID(domain.PrefixItem, id) {
-			return zero, domain.WriteOutcome{}, domain.Invalid("item_ids", "an entry is not an item id")
-		}
-		if seen[id] {
-			return zero, domain.WriteOutcome{}, domain.Invalid("item_ids", "an item is listed twice")
-		}
-		seen[id] = true
+	if err := domain.CheckNewExport(in); err != nil {
+		return zero, domain.WriteOutcome{}, err
 	}
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ExportDraft, domain.Related, error) {
-		res := domain.ExportDraft{Channel: in.Channel, Status: domain.ExportStaged, Listings: []domain.ExportListing{},
-			Warnings: []string{}, CreatedAt: now}
+		listings := make([]domain.ExportListing, 0, len(in.ItemIDs))
 		for _, id := range in.ItemIDs {
 			l, err := s.exportSnapshot(ctx, tx, p, id)
 			if err != nil {
-				return res, domain.Related{}, err
+				return domain.ExportDraft{}, domain.Related{}, err
 			}
-			l.Valid, l.Warnings = domain.ValidateExportListing(in.Channel, l)
-			if l.Valid {
-				res.ValidCount++
-			}
-			res.Listings = append(res.Listings, l)
+			listings = append(listings, l)
 		}
-		if res.ValidCount == 0 {
-			res.Warnings = append(res.Warnings, "no staged item can be delivered to this channel as it is: see each item's warnings")
-		} else if res.ValidCount < len(res.Listings) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d items cannot be delivered as they are: see each item's warnings",
-				len(res.Listings)-res.ValidCount, len(res.Listings)))
-		}
+		res := domain.StageListings(in.Channel, listings)
+		res.CreatedAt = now
 		res.ExportID = s.ids.New(domain.PrefixExport)
 		warns, _ := json.Marshal(res.Warnings)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO export_drafts (id, tenant_id, channel, status, item_count, valid_count,

@@ -54,19 +54,6 @@ func (w *where) categoryPrefix(col, prefix string) {
 	w.add("("+col+" = ? OR ("+col+" >= ? AND "+col+" < ?))", prefix, prefix+".", prefix+"/")
 }
 
-// pageLimit applies the page-size policy.
-func pageLimit(n int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, domain.Invalid("limit", "must not be negative")
-	case n == 0:
-		return domain.DefaultPageSize, nil
-	case n > domain.MaxPageSize:
-		return domain.MaxPageSize, nil
-	}
-	return n, nil
-}
-
 // keysetAfter adds "(orderCol, id) > (key, id)" for a cursor position whose
 // key must be one of our timestamps.
 func (w *where) keysetAfter(orderCol string, k *domain.Keyset) error {
@@ -95,7 +82,7 @@ func listPrelude(p domain.Principal, limit int, field, value string, allowed []s
 	if err := requireTenant(p); err != nil {
 		return 0, err
 	}
-	n, err := pageLimit(limit)
+	n, err := domain.PageLimit(limit)
 	if err != nil {
 		return 0, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -184,21 +183,6 @@ func (s *Store) publicPhotos(ctx context.Context, tx *sql.Tx, tenantID string, i
 	return out, nil
 }
 
-// searchTerms splits a buyer's query into lower-case words of letters and
-// digits, without repeats. Each word becomes one quoted FTS5 string, so no
-// query text is ever read as FTS syntax (column filters, NEAR, prefixes).
-func searchTerms(text string) []string {
-	var terms []string
-	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if !seen[f] {
-			seen[f] = true
-			terms = append(terms, f)
-		}
-	}
-	return terms
-}
-
 // matchExpr builds the FTS5 query: every word of the text anywhere, and the
 // category path's words at the start of the category column (an index
 // prefilter; the exact dotted-prefix rule is applied to the row as well).
@@ -221,20 +205,16 @@ func matchExpr(terms []string, category string) string {
 // index; a query with neither walks search_keys.
 func (s *Store) SearchMarketplace(ctx context.Context, q domain.MarketplaceQuery) (domain.Page[domain.MarketplaceHit], error) {
 	var page domain.Page[domain.MarketplaceHit]
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return page, err
 	}
 	limit = min(limit, domain.MaxSearchPageSize)
-	terms := searchTerms(q.Text)
-	switch {
-	case strings.TrimSpace(q.Text) != "" && len(terms) == 0:
-		return page, domain.Invalid("query", "has no words to search for")
-	case len(terms) > domain.MaxSearchTerms:
-		return page, domain.Invalid("query", "at most "+strconv.Itoa(domain.MaxSearchTerms)+" words")
-	}
-	if q.From != nil && q.To != nil && !q.From.Before(*q.To) {
-		return page, domain.Invalid("date_from", "must not be after date_to")
+	// Each word becomes one quoted FTS5 string (matchExpr), so no query
+	// text is ever read as FTS syntax (column filters, NEAR, prefixes).
+	terms, err := domain.CheckMarketplaceQuery(q)
+	if err != nil {
+		return page, err
 	}
 	var after int64
 	if q.After != nil {

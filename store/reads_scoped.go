@@ -279,7 +279,7 @@ func (s *Store) ListImportRuns(ctx context.Context, p domain.Principal, q domain
 	if err := requireTenant(p); err != nil {
 		return page, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return page, err
 	}
@@ -337,7 +337,7 @@ func (s *Store) GetImportRun(ctx context.Context, p domain.Principal, q domain.I
 	if err := requireTenant(p); err != nil {
 		return out, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return out, err
 	}
@@ -644,7 +644,7 @@ func (s *Store) DispositionQueue(ctx context.Context, p domain.Principal, q doma
 	if err := requireTenant(p); err != nil {
 		return page, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return page, err
 	}

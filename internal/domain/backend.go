@@ -19,6 +19,20 @@ const (
 	MaxPageSize     = 100
 )
 
+// PageLimit applies the page-size policy of every list: 0 is the default
+// size, more than the maximum is the maximum, a negative limit is invalid.
+func PageLimit(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, Invalid("limit", "must not be negative")
+	case n == 0:
+		return DefaultPageSize, nil
+	case n > MaxPageSize:
+		return MaxPageSize, nil
+	}
+	return n, nil
+}
+
 // SaleQuery filters the sales of the principal's tenant.
 type SaleQuery struct {
 	Status string

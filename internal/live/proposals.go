@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -16,37 +17,33 @@ import (
 // Execution — authority, versions, the domain function, the event and the
 // idempotency row — is ONE RPC, ONE transaction (mcp_execute_proposal).
 
-// liveActions are the proposal actions whose domain function the live
-// database runs (migrations 6 and 10): every action. An action outside it
-// would stay mock-only, and the catalog would not offer its tools in live
-// mode.
-var liveActions = map[string]bool{
-	domain.ActionPromoteCandidate: true,
-	domain.ActionPublishItem:      true,
-	domain.ActionPublishSale:      true,
-	domain.ActionStatusTransition: true,
-	domain.ActionArchiveItem:      true,
-	domain.ActionBulkItemUpdate:   true,
-	domain.ActionBindIdentity:     true,
-	domain.ActionReleaseIdentity:  true,
-	domain.ActionDisposition:      true,
-	domain.ActionBuyerNotify:      true,
-	domain.ActionExportDelivery:   true,
+// liveActionTools are the proposal actions whose domain function the live
+// database runs (migrations 6 and 10) — every action — by the controlled
+// action that executes each, as trovesnap.action_tool pairs them. An action
+// outside it would stay mock-only, and the catalog would not offer its
+// tools in live mode.
+var liveActionTools = map[string]string{
+	"trove_execute_candidate_promotion": domain.ActionPromoteCandidate,
+	"trove_publish_item":                domain.ActionPublishItem,
+	"trove_publish_sale":                domain.ActionPublishSale,
+	"trove_update_item_status":          domain.ActionStatusTransition,
+	"trove_archive_item":                domain.ActionArchiveItem,
+	"trove_apply_bulk_item_update":      domain.ActionBulkItemUpdate,
+	"trove_bind_item_identity":          domain.ActionBindIdentity,
+	"trove_release_item_identity":       domain.ActionReleaseIdentity,
+	"trove_apply_disposition_action":    domain.ActionDisposition,
+	"trove_notify_matched_buyers":       domain.ActionBuyerNotify,
+	"trove_deliver_export":              domain.ActionExportDelivery,
 }
 
-// liveActionTools are the controlled actions that execute liveActions.
-var liveActionTools = map[string]bool{
-	"trove_execute_candidate_promotion": true,
-	"trove_publish_item":                true,
-	"trove_publish_sale":                true,
-	"trove_update_item_status":          true,
-	"trove_archive_item":                true,
-	"trove_apply_bulk_item_update":      true,
-	"trove_bind_item_identity":          true,
-	"trove_release_item_identity":       true,
-	"trove_apply_disposition_action":    true,
-	"trove_notify_matched_buyers":       true,
-	"trove_deliver_export":              true,
+// liveAction reports whether the live database runs action.
+func liveAction(action string) bool {
+	for _, a := range liveActionTools {
+		if a == action {
+			return true
+		}
+	}
+	return false
 }
 
 // proposalState is mcp_proposal_state's answer: a replay of the key, or the
@@ -81,17 +78,34 @@ func (a writeAnswer[T]) outcome() domain.WriteOutcome {
 	return domain.WriteOutcome{Replayed: a.Replayed, OriginalEventID: a.EventID, Related: a.Related.Normalized()}
 }
 
+// persist calls the persisted write RPC fn and answers its result and
+// outcome. written says whether an answer carries its result: one without
+// it is a backend fault, and missing says what it lacks.
+func persist[T any](ctx context.Context, b *Backend, fn string, args map[string]any, written func(T) bool, missing string) (T, domain.WriteOutcome, error) {
+	var a writeAnswer[T]
+	if err := b.call(ctx, fn, args, &a); err != nil {
+		var zero T
+		return zero, domain.WriteOutcome{}, err
+	}
+	if !written(a.Result) {
+		var zero T
+		return zero, domain.WriteOutcome{}, b.unavailable(fn, errors.New(missing))
+	}
+	return a.Result, a.outcome(), nil
+}
+
+// keyArgs name the caller and the idempotency key of the write w: a read
+// that prepares a write takes them (a used key replays or conflicts there
+// already), and so does every persisted write RPC (writeArgs).
+func keyArgs(h string, w domain.WriteMeta) map[string]any {
+	return map[string]any{"p_credential_hash": h, "p_tool": w.Idem.Tool, "p_tool_major": w.Idem.ToolMajor,
+		"p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint}
+}
+
 // writeArgs are the arguments every persisted write RPC takes.
 func writeArgs(h string, w domain.WriteMeta) map[string]any {
-	args := map[string]any{
-		"p_credential_hash": h,
-		"p_tool":            w.Idem.Tool,
-		"p_tool_major":      w.Idem.ToolMajor,
-		"p_key":             w.Idem.Key,
-		"p_fingerprint":     w.Idem.Fingerprint,
-		"p_event":           normalizeEvent(w.Event),
-		"p_started_at":      nil,
-	}
+	args := keyArgs(h, w)
+	args["p_event"], args["p_started_at"] = normalizeEvent(w.Event), nil
 	if !w.Started.IsZero() {
 		args["p_started_at"] = w.Started.UTC().Format(time.RFC3339Nano)
 	}
@@ -109,28 +123,22 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	if seal == nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: proposal without a sealer: %w", domain.ErrInvalidInput)
 	}
-	h, err := b.hashOf(p)
+	h, err := b.writeHash(p, w)
 	if err != nil {
-		return domain.Proposal{}, domain.WriteOutcome{}, err
-	}
-	if err := checkWriteMeta(p, w); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
 	// The draft's own shape (targets, versions, duplicates) needs no state.
 	if _, err := domain.StartProposal(p, d, time.Time{}, math.MaxInt); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
-	if !liveActions[d.Action] {
+	if !liveAction(d.Action) {
 		if domain.DomainFunction(d.Action) != "" {
 			return domain.Proposal{}, domain.WriteOutcome{}, notYet("CreateProposal " + d.Action)
 		}
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
-	args := map[string]any{
-		"p_credential_hash": h, "p_tool": w.Idem.Tool, "p_tool_major": w.Idem.ToolMajor, "p_key": w.Idem.Key,
-		"p_fingerprint": w.Idem.Fingerprint, "p_action": d.Action, "p_target_ids": nonNil(d.TargetIDs),
-		"p_fields": stateFields(d),
-	}
+	args := keyArgs(h, w)
+	args["p_action"], args["p_target_ids"], args["p_fields"] = d.Action, nonNil(d.TargetIDs), stateFields(d)
 	var st proposalState
 	if err := b.call(ctx, "mcp_proposal_state", args, &st); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
@@ -154,14 +162,7 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	}
 	wargs := writeArgs(h, w)
 	wargs["p_proposal"] = prop
-	var a writeAnswer[domain.Proposal]
-	if err := b.call(ctx, "mcp_create_proposal", wargs, &a); err != nil {
-		return domain.Proposal{}, domain.WriteOutcome{}, err
-	}
-	if a.Result.ID == "" {
-		return domain.Proposal{}, domain.WriteOutcome{}, b.unavailable("mcp_create_proposal", fmt.Errorf("answer without a proposal"))
-	}
-	return a.Result, a.outcome(), nil
+	return persist(ctx, b, "mcp_create_proposal", wargs, func(r domain.Proposal) bool { return r.ID != "" }, "answer without a proposal")
 }
 
 // buildProposal runs domain's builder over the state the database answered.
@@ -264,14 +265,11 @@ func (b *Backend) ApprovalState(ctx context.Context, p domain.Principal, proposa
 // proposal executed; the event and the idempotency row. Any refusal leaves
 // everything as it was.
 func (b *Backend) ExecuteProposal(ctx context.Context, p domain.Principal, w domain.WriteMeta, proposalID string, auth domain.Authorization) (domain.ExecutionResult, domain.WriteOutcome, error) {
-	h, err := b.hashOf(p)
+	h, err := b.writeHash(p, w)
 	if err != nil {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
 	}
-	if err := checkWriteMeta(p, w); err != nil {
-		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
-	}
-	if !liveActionTools[w.Idem.Tool] {
+	if _, ok := liveActionTools[w.Idem.Tool]; !ok {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, notYet("ExecuteProposal " + w.Idem.Tool)
 	}
 	args := writeArgs(h, w)
@@ -280,15 +278,10 @@ func (b *Backend) ExecuteProposal(ctx context.Context, p domain.Principal, w dom
 		"decision": auth.Decision, "grant_id": auth.GrantID, "policy_id": auth.PolicyID,
 		"policy_version": auth.PolicyVersion, "proposal_hash": auth.ProposalHash,
 	}
-	var a writeAnswer[domain.ExecutionResult]
-	if err := b.call(ctx, "mcp_execute_proposal", args, &a); err != nil {
-		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
+	res, out, err := persist(ctx, b, "mcp_execute_proposal", args,
+		func(r domain.ExecutionResult) bool { return r.ProposalID != "" }, "answer without a result")
+	if err == nil && res.Results == nil {
+		res.Results = []domain.TargetOutcome{}
 	}
-	if a.Result.ProposalID == "" {
-		return domain.ExecutionResult{}, domain.WriteOutcome{}, b.unavailable("mcp_execute_proposal", fmt.Errorf("answer without a result"))
-	}
-	if a.Result.Results == nil {
-		a.Result.Results = []domain.TargetOutcome{}
-	}
-	return a.Result, a.outcome(), nil
+	return res, out, err
 }

@@ -27,19 +27,6 @@ var (
 // fractional digits.
 const keyLayout = "2006-01-02T15:04:05.000000000Z"
 
-// pageLimit applies the page-size policy (the store's, so errors match).
-func pageLimit(n int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, domain.Invalid("limit", "must not be negative")
-	case n == 0:
-		return domain.DefaultPageSize, nil
-	case n > domain.MaxPageSize:
-		return domain.MaxPageSize, nil
-	}
-	return n, nil
-}
-
 func oneOf(field, v string, allowed []string) error {
 	if v == "" || slices.Contains(allowed, v) {
 		return nil
@@ -87,7 +74,7 @@ func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.Sa
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
@@ -137,7 +124,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 	if err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
@@ -179,7 +166,7 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}

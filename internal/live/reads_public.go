@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -113,21 +111,6 @@ func (b *Backend) publicItem(ctx context.Context, fn string, args map[string]any
 	return r.item(), nil
 }
 
-// searchTerms splits a buyer's query into lower-case words of letters and
-// digits, without repeats: the store's rule, so both backends accept and
-// refuse the same queries.
-func searchTerms(text string) []string {
-	var terms []string
-	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if !seen[f] {
-			seen[f] = true
-			terms = append(terms, f)
-		}
-	}
-	return terms
-}
-
 // hitRow is one search hit as mcp_search_marketplace answers it.
 type hitRow struct {
 	Kind       string          `json:"kind"`
@@ -147,20 +130,14 @@ type hitRow struct {
 // in search key order (sales and items in the order they were first
 // recorded); pages are keyset ranges of the key.
 func (b *Backend) SearchMarketplace(ctx context.Context, q domain.MarketplaceQuery) (domain.Page[domain.MarketplaceHit], error) {
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.MarketplaceHit]{}, err
 	}
 	limit = min(limit, domain.MaxSearchPageSize)
-	terms := searchTerms(q.Text)
-	switch {
-	case strings.TrimSpace(q.Text) != "" && len(terms) == 0:
-		return domain.Page[domain.MarketplaceHit]{}, domain.Invalid("query", "has no words to search for")
-	case len(terms) > domain.MaxSearchTerms:
-		return domain.Page[domain.MarketplaceHit]{}, domain.Invalid("query", "at most "+strconv.Itoa(domain.MaxSearchTerms)+" words")
-	}
-	if q.From != nil && q.To != nil && !q.From.Before(*q.To) {
-		return domain.Page[domain.MarketplaceHit]{}, domain.Invalid("date_from", "must not be after date_to")
+	terms, err := domain.CheckMarketplaceQuery(q)
+	if err != nil {
+		return domain.Page[domain.MarketplaceHit]{}, err
 	}
 	args := map[string]any{"p_limit": limit}
 	if q.After != nil {

@@ -107,7 +107,7 @@ func (b *Backend) ListImportRuns(ctx context.Context, p domain.Principal, q doma
 	if err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
@@ -160,7 +160,7 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 	if err != nil {
 		return domain.ImportRunDetail{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.ImportRunDetail{}, err
 	}
@@ -202,7 +202,7 @@ func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q do
 	if err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
@@ -245,7 +245,7 @@ func (b *Backend) ListLabelBatches(ctx context.Context, p domain.Principal, q do
 	if err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
@@ -289,7 +289,7 @@ func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q do
 	if err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err := domain.PageLimit(q.Limit)
 	if err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}

@@ -24,39 +24,27 @@ func (b *Backend) CreateCandidate(ctx context.Context, p domain.Principal, w dom
 	if err := in.Validate(); err != nil {
 		return res, out, err
 	}
-	h, err := b.hashOf(p)
+	h, err := b.writeHash(p, w)
 	if err != nil {
 		return res, out, err
 	}
+	args := writeArgs(h, w)
+	args["p_input"] = in
+	return persist(ctx, b, "mcp_create_inventory_candidate", args,
+		func(r domain.CandidateCreated) bool { return r.CandidateID != "" }, "answer without a candidate")
+}
+
+// writeHash is the credential hash a persisted write is made with, once
+// its metadata is found to be the principal's (checkWriteMeta).
+func (b *Backend) writeHash(p domain.Principal, w domain.WriteMeta) (string, error) {
+	h, err := b.hashOf(p)
+	if err != nil {
+		return "", err
+	}
 	if err := checkWriteMeta(p, w); err != nil {
-		return res, out, err
+		return "", err
 	}
-	args := map[string]any{
-		"p_credential_hash": h,
-		"p_tool":            w.Idem.Tool,
-		"p_tool_major":      w.Idem.ToolMajor,
-		"p_key":             w.Idem.Key,
-		"p_fingerprint":     w.Idem.Fingerprint,
-		"p_event":           normalizeEvent(w.Event),
-		"p_started_at":      nil,
-		"p_input":           in,
-	}
-	if !w.Started.IsZero() {
-		args["p_started_at"] = w.Started.UTC().Format(time.RFC3339Nano)
-	}
-	var a struct {
-		Replayed bool                    `json:"replayed"`
-		Result   domain.CandidateCreated `json:"result"`
-		Related  domain.Related          `json:"related"`
-		EventID  string                  `json:"event_id"`
-	}
-	if err := b.call(ctx, "mcp_create_inventory_candidate", args, &a); err != nil {
-		return domain.CandidateCreated{}, domain.WriteOutcome{}, err
-	}
-	if a.Result.CandidateID == "" {
-		return domain.CandidateCreated{}, domain.WriteOutcome{}, b.unavailable("mcp_create_inventory_candidate", fmt.Errorf("answer without a candidate"))
-	}
-	return a.Result, domain.WriteOutcome{Replayed: a.Replayed, OriginalEventID: a.EventID, Related: a.Related.Normalized()}, nil
+	return h, nil
 }
 
 // checkWriteMeta refuses write metadata that does not belong to the
