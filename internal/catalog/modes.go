@@ -41,13 +41,16 @@ var liveReady = map[string]bool{
 	"trove_publish_sale":                true,
 
 	// The ingestion writes and the CSV preview's read (supabase migration
-	// 9). The two media tools stay mock-only (internal/live/unavailable.go).
-	"trove_preview_csv_import":             true,
-	"trove_apply_csv_import":               true,
-	"trove_run_manual_import":              true,
-	"trove_create_status_update_candidate": true,
-	"trove_draft_listing_copy":             true,
-	"trove_stage_export":                   true,
+	// 9), and the media writes, whose bytes live in Postgres (migration
+	// 12, docs/live-media.md).
+	"trove_preview_csv_import":                true,
+	"trove_apply_csv_import":                  true,
+	"trove_run_manual_import":                 true,
+	"trove_create_status_update_candidate":    true,
+	"trove_draft_listing_copy":                true,
+	"trove_stage_export":                      true,
+	"trove_attach_candidate_photo":            true,
+	"trove_create_media_attachment_candidate": true,
 
 	// The remaining controlled actions (supabase migration 10). A buyer
 	// notification or an export delivery is queued for an external worker

@@ -1,8 +1,12 @@
 package contract
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,6 +35,11 @@ func runIngestion(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("Ingest/StatusReport", func(t *testing.T) { testStatusReport(t, open(t)) })
 	t.Run("Ingest/DraftListingCopy", func(t *testing.T) { testDraftListingCopy(t, open(t)) })
 	t.Run("Ingest/StageExport", func(t *testing.T) { testStageExport(t, open(t)) })
+	t.Run("Ingest/MediaAttach", func(t *testing.T) { testMediaAttach(t, open(t)) })
+	t.Run("Ingest/MediaCandidate", func(t *testing.T) { testMediaCandidate(t, open(t)) })
+	t.Run("Ingest/MediaRefused", func(t *testing.T) { testMediaRefused(t, open(t)) })
+	t.Run("Ingest/MediaCandidateLimit", func(t *testing.T) { testMediaLimit(t, open(t)) })
+	t.Run("Ingest/MediaSaleScoped", func(t *testing.T) { testMediaScoped(t, open(t)) })
 }
 
 // Tools of the ingestion writes, as the catalog names them.
@@ -785,4 +794,381 @@ func testStageExport(t *testing.T, in Instance) {
 	if err != nil || len(sc.Listings) != 1 || sc.Listings[0].ItemID != ingLiveItem {
 		t.Fatalf("scoped export of its own sale: %+v %v", sc, err)
 	}
+}
+
+// The media writes (trove_attach_candidate_photo,
+// trove_create_media_attachment_candidate). The tenant quota
+// (domain.MaxTenantMediaBytes, 2 GiB) is too large to fill here: the live
+// one is asserted by internal/live/media_test.go, which seeds the stored
+// bytes directly.
+const (
+	toolAttachPhoto    = "trove_attach_candidate_photo"
+	toolMediaCandidate = "trove_create_media_attachment_candidate"
+
+	medCand       = "candidate_772" // PublishedSaleID, needs_review, new_item
+	medCand2      = "candidate_771" // PublishedSaleID, needs_review, new_item
+	medDraftCand  = "candidate_775" // a draft sale's, needs_review, new_item
+	medLiveCand   = "candidate_781" // LiveSaleID, needs_review, new_item
+	medRejected   = "candidate_774" // LiveSaleID, rejected
+	medMissingCan = "candidate_404"
+)
+
+// medPNG is a small PNG that passed the photo checks (as internal/ingest
+// reports them): seed makes its bytes distinct.
+func medPNG(t *testing.T, w, h int, seed uint8) domain.PhotoUpload {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	img.Set(0, 0, color.RGBA{seed, 7, 42, 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return domain.PhotoUpload{Bytes: b.Bytes(), MimeType: "image/png", Ext: "png", Width: w, Height: h, Size: b.Len(),
+		ContentHash: domain.OriginalHash(b.Bytes())}
+}
+
+// medCandidate checks that a dataset candidate is what a case needs.
+func medCandidate(t *testing.T, id, sale, review string) {
+	t.Helper()
+	c, ok := ingData().candidates[id]
+	if !ok || c.TenantID != fixtures.DemoTenantID || c.SaleID != sale || c.ReviewStatus != review || c.Kind != domain.CandidateNewItem {
+		t.Fatalf("the dataset's %s is %+v: the case needs a new_item candidate of %s in %s, %s", id, c, fixtures.DemoTenantID, sale, review)
+	}
+}
+
+// medWant checks a media result against the upload it stored or reused.
+func medWant(t *testing.T, what string, got domain.CandidateMediaCreated, cand, kind string, up domain.PhotoUpload, reused, already bool) {
+	t.Helper()
+	if got.CandidateID != cand || got.Kind != kind || !domain.ValidID(domain.PrefixMedia, got.MediaID) ||
+		!domain.ValidID(domain.PrefixAsset, got.AssetID) || got.ContentHash != up.ContentHash || got.MimeType != up.MimeType ||
+		got.Width != up.Width || got.Height != up.Height || got.ByteSize != up.Size || got.ReviewStatus != domain.ReviewNeedsReview ||
+		got.AssetReused != reused || got.AlreadyAttached != already {
+		t.Fatalf("%s = %+v; want candidate %s (%s), the upload's asset, reused %v, already attached %v", what, got, cand, kind, reused, already)
+	}
+}
+
+func testMediaAttach(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	medCandidate(t, medCand, fixtures.PublishedSaleID, domain.ReviewNeedsReview)
+	medCandidate(t, medCand2, fixtures.PublishedSaleID, domain.ReviewNeedsReview)
+	up := medPNG(t, 3, 2, 1)
+	before := ingSnapshot(t, in, p)
+	res, out, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-1", "sha256:m1", "event_m1"),
+		domain.NewCandidateMedia{CandidateID: medCand, Upload: &up, Caption: " front\u200b view "})
+	if err != nil {
+		t.Fatalf("AttachCandidateMedia: %v", err)
+	}
+	medWant(t, "an attached upload", res, medCand, domain.CandidateNewItem, up, false, false)
+	if res.ItemID != "" || res.ImportRunID != "" || res.SourceRecordID != "" {
+		t.Fatalf("an attachment names no item, run or record: %+v", res)
+	}
+	rel := domain.Related{CandidateIDs: []string{medCand}}
+	if out.Replayed || out.OriginalEventID != "event_m1" || !reflect.DeepEqual(out.Related, rel.Normalized()) {
+		t.Fatalf("outcome = %+v", out)
+	}
+	ingGrew(t, in, p, before, map[string]int64{"source_assets": 1, "candidate_media": 1, "idempotency_keys": 1}, 1, "an attached photo")
+	ingEvent(t, in, "event_m1", toolAttachPhoto, rel)
+
+	// The same bytes to another candidate: the tenant's asset is reused
+	// (one asset per content hash), a new attachment is made.
+	mid := ingSnapshot(t, in, p)
+	r2, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-2", "sha256:m2", "event_m2"),
+		domain.NewCandidateMedia{CandidateID: medCand2, Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "the same bytes again", r2, medCand2, domain.CandidateNewItem, up, true, false)
+	if r2.AssetID != res.AssetID || r2.MediaID == res.MediaID {
+		t.Fatalf("dedupe: %+v, first %+v", r2, res)
+	}
+	// Again to the first candidate (a new key): already attached, nothing new.
+	r3, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-3", "sha256:m3", "event_m3"),
+		domain.NewCandidateMedia{CandidateID: medCand, Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "an attached photo again", r3, medCand, domain.CandidateNewItem, up, true, true)
+	if r3.MediaID != res.MediaID || r3.AssetID != res.AssetID {
+		t.Fatalf("already attached: %+v, first %+v", r3, res)
+	}
+	// By asset id, to a candidate of another sale.
+	medCandidate(t, medDraftCand, fixtures.DraftSaleID, domain.ReviewNeedsReview)
+	r4, out4, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-4", "sha256:m4", "event_m4"),
+		domain.NewCandidateMedia{CandidateID: medDraftCand, AssetID: res.AssetID, Caption: "detail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "an attachment by asset id", r4, medDraftCand, domain.CandidateNewItem, up, true, false)
+	if r4.AssetID != res.AssetID || !slices.Equal(out4.Related.CandidateIDs, []string{medDraftCand}) {
+		t.Fatalf("by asset id: %+v %+v", r4, out4)
+	}
+	// A second upload: a second asset.
+	up2 := medPNG(t, 4, 4, 2)
+	r5, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-5", "sha256:m5", "event_m5"),
+		domain.NewCandidateMedia{CandidateID: medCand, Upload: &up2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "other bytes", r5, medCand, domain.CandidateNewItem, up2, false, false)
+	if r5.AssetID == res.AssetID {
+		t.Fatalf("other bytes reused asset %s", r5.AssetID)
+	}
+	ingGrew(t, in, p, mid, map[string]int64{"source_assets": 1, "candidate_media": 3, "idempotency_keys": 4}, 4,
+		"a deduplicated upload, an attachment again, one by asset id and a second upload")
+
+	// Replay: the first result, nothing written. Conflict: refused, nothing written.
+	after := ingSnapshot(t, in, p)
+	again, out6, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-1", "sha256:m1", "event_m6"),
+		domain.NewCandidateMedia{CandidateID: medCand, Upload: &up, Caption: "front view"})
+	if err != nil || again != res || !out6.Replayed || out6.OriginalEventID != "event_m1" || !reflect.DeepEqual(out6.Related, out.Related) {
+		t.Fatalf("replay = %+v %+v %v; want %+v", again, out6, err, res)
+	}
+	_, _, err = b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "med-1", "sha256:m9", "event_m7"),
+		domain.NewCandidateMedia{CandidateID: medCand2, Upload: &up2})
+	if !errors.Is(err, domain.ErrIdempotencyConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	ingUnchanged(t, in, p, after, "a replayed or conflicting attachment")
+}
+
+func testMediaCandidate(t *testing.T, in Instance) {
+	b, d := in.Backend, ingData()
+	p := resolve(t, b, CredOwner)
+	live := d.item(t, ingLiveItem, fixtures.DemoTenantID, fixtures.LiveSaleID)
+	up := medPNG(t, 3, 2, 5)
+	before := ingSnapshot(t, in, p)
+	w := ingMeta(p, toolMediaCandidate, "mc-1", "sha256:c1", "event_c1")
+	nm := domain.NewCandidateMedia{ItemID: ingLiveItem, Upload: &up, Caption: "maker's\u202e mark"}
+	res, out, err := b.CreateMediaCandidate(ctx, p, w, nm)
+	if err != nil {
+		t.Fatalf("CreateMediaCandidate: %v", err)
+	}
+	if !domain.ValidID(domain.PrefixCandidate, res.CandidateID) {
+		t.Fatalf("result = %+v", res)
+	}
+	medWant(t, "a media candidate", res, res.CandidateID, domain.CandidateAttachMedia, up, false, false)
+	if res.ItemID != ingLiveItem || !domain.ValidID(domain.PrefixRun, res.ImportRunID) || !domain.ValidID(domain.PrefixRecord, res.SourceRecordID) {
+		t.Fatalf("result = %+v", res)
+	}
+	rel := domain.Related{SourceImportRunIDs: []string{res.ImportRunID}, SourceImportRecordIDs: []string{res.SourceRecordID},
+		CandidateIDs: []string{res.CandidateID}, ItemIDs: []string{ingLiveItem}}
+	if out.Replayed || out.OriginalEventID != "event_c1" || !reflect.DeepEqual(out.Related, rel.Normalized()) {
+		t.Fatalf("outcome = %+v", out)
+	}
+	// The client's own source descriptor exists in the dataset already.
+	ingGrew(t, in, p, before, map[string]int64{"import_runs": 1, "source_records": 1, "inventory_candidates": 1,
+		"candidate_item_changes": 1, "source_assets": 1, "candidate_media": 1, "idempotency_keys": 1}, 1, "a media candidate")
+	ingEvent(t, in, "event_c1", toolMediaCandidate, rel)
+	c, err := b.GetCandidate(ctx, p, res.CandidateID)
+	if err != nil || c.Kind != domain.CandidateAttachMedia || c.Title != "Photo proposed for "+ingLiveItem || c.Notes != "maker's mark" ||
+		c.SaleID != live.SaleID || c.SuppliedPriceCents != nil || c.Quantity != 1 || c.ImportRunID != res.ImportRunID ||
+		c.ReviewStatus != domain.ReviewNeedsReview || c.Version != 1 {
+		t.Fatalf("candidate = %+v, %v", c, err)
+	}
+	run, err := b.GetImportRun(ctx, p, domain.ImportRunDetailQuery{RunID: res.ImportRunID})
+	wantPayload := `{"kind":"attach_media","item_id":"` + ingLiveItem + `","asset_id":"` + res.AssetID + `","content_hash":"` +
+		up.ContentHash + `","mime_type":"image/png","width":3,"height":2,"caption":"maker's mark"}`
+	if err != nil || run.Run.Kind != "mcp_media" || run.Run.SaleID != live.SaleID || len(run.Records) != 1 ||
+		run.Records[0].Payload != wantPayload || run.Records[0].PayloadHash != domain.OriginalHash([]byte(wantPayload)) ||
+		!slices.Equal(run.Records[0].CandidateIDs, []string{res.CandidateID}) {
+		t.Fatalf("run = %+v, %v\nwant payload %s", run, err, wantPayload)
+	}
+
+	// The candidate already holds its asset; the same bytes for another
+	// item reuse the asset; a proposal without caption has none in its record.
+	mid := ingSnapshot(t, in, p)
+	r2, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "mc-2", "sha256:c2", "event_c2"),
+		domain.NewCandidateMedia{CandidateID: res.CandidateID, AssetID: res.AssetID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "the media candidate's own asset", r2, res.CandidateID, domain.CandidateAttachMedia, up, true, true)
+	r3, _, err := b.CreateMediaCandidate(ctx, p, ingMeta(p, toolMediaCandidate, "mc-3", "sha256:c3", "event_c3"),
+		domain.NewCandidateMedia{ItemID: ingLiveItem2, Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medWant(t, "the same bytes for another item", r3, r3.CandidateID, domain.CandidateAttachMedia, up, true, false)
+	if r3.AssetID != res.AssetID || r3.ItemID != ingLiveItem2 || r3.CandidateID == res.CandidateID {
+		t.Fatalf("second media candidate = %+v", r3)
+	}
+	ingGrew(t, in, p, mid, map[string]int64{"import_runs": 1, "source_records": 1, "inventory_candidates": 1,
+		"candidate_item_changes": 1, "candidate_media": 1, "idempotency_keys": 2}, 2, "an attachment again and a reused asset")
+	run3, err := b.GetImportRun(ctx, p, domain.ImportRunDetailQuery{RunID: r3.ImportRunID})
+	wantPayload3 := `{"kind":"attach_media","item_id":"` + ingLiveItem2 + `","asset_id":"` + res.AssetID + `","content_hash":"` +
+		up.ContentHash + `","mime_type":"image/png","width":3,"height":2}`
+	if err != nil || len(run3.Records) != 1 || run3.Records[0].Payload != wantPayload3 {
+		t.Fatalf("run = %+v, %v\nwant payload %s", run3, err, wantPayload3)
+	}
+
+	after := ingSnapshot(t, in, p)
+	again, out4, err := b.CreateMediaCandidate(ctx, p, ingMeta(p, toolMediaCandidate, "mc-1", "sha256:c1", "event_c4"), nm)
+	if err != nil || again != res || !out4.Replayed || out4.OriginalEventID != "event_c1" || !reflect.DeepEqual(out4.Related, out.Related) {
+		t.Fatalf("replay = %+v %+v %v", again, out4, err)
+	}
+	_, _, err = b.CreateMediaCandidate(ctx, p, ingMeta(p, toolMediaCandidate, "mc-1", "sha256:c9", "event_c5"),
+		domain.NewCandidateMedia{ItemID: ingPubItem, Upload: &up})
+	if !errors.Is(err, domain.ErrIdempotencyConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	ingUnchanged(t, in, p, after, "a replayed or conflicting media candidate")
+}
+
+func testMediaRefused(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	medCandidate(t, medCand, fixtures.PublishedSaleID, domain.ReviewNeedsReview)
+	c, ok := ingData().candidates[medRejected]
+	if !ok || c.TenantID != fixtures.DemoTenantID || c.ReviewStatus != domain.ReviewRejected {
+		t.Fatalf("the dataset's %s is %+v: the case needs a rejected candidate", medRejected, c)
+	}
+	// Another tenant's asset, and a status report of this one.
+	o := resolve(t, b, CredOther)
+	upO := medPNG(t, 2, 2, 90)
+	theirs, _, err := b.CreateMediaCandidate(ctx, o, ingMeta(o, toolMediaCandidate, "mr-o", "sha256:ro", "event_ro"),
+		domain.NewCandidateMedia{ItemID: ingOtherItem, Upload: &upO})
+	if err != nil {
+		t.Fatalf("the other tenant's media candidate: %v", err)
+	}
+	rep, _, err := b.CreateStatusReport(ctx, p, ingMeta(p, toolStatusReport, "mr-rep", "sha256:rr", "event_rr"),
+		domain.NewStatusReport{ItemID: ingLiveItem, ReportedStatus: domain.ItemOnHold, EffectiveAt: fixtures.Epoch, Source: domain.ReportSellerConfirmed})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := ingSnapshot(t, in, p)
+	up := medPNG(t, 4, 3, 3)
+	bad := func(f func(u *domain.PhotoUpload)) *domain.PhotoUpload { u := up; f(&u); return &u }
+	attach := ingMeta(p, toolAttachPhoto, "mr-1", "sha256:r1", "event_r1")
+	for field, nm := range map[string][]domain.NewCandidateMedia{
+		"image_base64": {
+			{CandidateID: medCand, Upload: &up, AssetID: theirs.AssetID},
+			{CandidateID: medCand},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.Bytes = []byte("not the image") })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.ContentHash = domain.OriginalHash([]byte("x")) })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.MimeType = "image/bmp" })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.Size++ })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.Width = 0 })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.Width, u.Height = 10_000, 5_000 })},
+			{CandidateID: medCand, Upload: bad(func(u *domain.PhotoUpload) { u.Bytes, u.Size = nil, 0 })},
+		},
+		"asset_id":     {{CandidateID: medCand, AssetID: "item_1172"}},
+		"caption":      {{CandidateID: medCand, Upload: &up, Caption: strings.Repeat("c", 201)}},
+		"candidate_id": {{Upload: &up}, {CandidateID: ingLiveItem, Upload: &up}, {CandidateID: rep.CandidateID, Upload: &up}},
+	} {
+		for i, m := range nm {
+			_, _, err := b.AttachCandidateMedia(ctx, p, attach, m)
+			var ie *domain.InputError
+			if !errors.As(err, &ie) || ie.Field != field {
+				t.Errorf("attach %s #%d: err = %v, want InputError on %s", field, i, err, field)
+			}
+		}
+	}
+	create := ingMeta(p, toolMediaCandidate, "mr-2", "sha256:r2", "event_r2")
+	_, _, err = b.CreateMediaCandidate(ctx, p, create, domain.NewCandidateMedia{ItemID: medCand, Upload: &up})
+	wantInput(t, err, "item_id")
+	_, _, err = b.CreateMediaCandidate(ctx, p, create, domain.NewCandidateMedia{ItemID: ingLiveItem, Upload: bad(func(u *domain.PhotoUpload) {
+		u.Bytes = append([]byte{0}, u.Bytes[1:]...)
+	})})
+	wantInput(t, err, "image_base64")
+	// Unknown and another tenant's records: the same RefError.
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: medMissingCan, Upload: &up})
+	wantRef(t, err, "candidate_id", medMissingCan, false)
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: ingOtherCand, Upload: &up})
+	wantRef(t, err, "candidate_id", ingOtherCand, true)
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: theirs.CandidateID, AssetID: theirs.AssetID})
+	wantRef(t, err, "candidate_id", theirs.CandidateID, true)
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: medCand, AssetID: theirs.AssetID})
+	wantRef(t, err, "asset_id", theirs.AssetID, true)
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: medCand, AssetID: "asset_404"})
+	wantRef(t, err, "asset_id", "asset_404", false)
+	_, _, err = b.CreateMediaCandidate(ctx, p, create, domain.NewCandidateMedia{ItemID: ingMissingItem, Upload: &up})
+	wantRef(t, err, "item_id", ingMissingItem, false)
+	_, _, err = b.CreateMediaCandidate(ctx, p, create, domain.NewCandidateMedia{ItemID: ingOtherItem, AssetID: theirs.AssetID})
+	wantRef(t, err, "item_id", ingOtherItem, true)
+	_, _, err = b.CreateMediaCandidate(ctx, p, create, domain.NewCandidateMedia{ItemID: ingLiveItem, AssetID: theirs.AssetID})
+	wantRef(t, err, "asset_id", theirs.AssetID, true)
+	// A candidate no longer awaiting review takes no photo.
+	_, _, err = b.AttachCandidateMedia(ctx, p, attach, domain.NewCandidateMedia{CandidateID: medRejected, Upload: &up})
+	if !errors.Is(err, domain.ErrTransitionInvalid) {
+		t.Fatalf("a rejected candidate: err = %v, want ErrTransitionInvalid", err)
+	}
+	if _, _, err := b.AttachCandidateMedia(ctx, domain.Anonymous(), attach, domain.NewCandidateMedia{CandidateID: medCand, Upload: &up}); !errors.Is(err, domain.ErrAuthRequired) {
+		t.Fatalf("anonymous: %v, want ErrAuthRequired", err)
+	}
+	ingUnchanged(t, in, p, before, "a refused media write")
+}
+
+func testMediaLimit(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	medCandidate(t, medCand2, fixtures.PublishedSaleID, domain.ReviewNeedsReview)
+	var first domain.CandidateMediaCreated
+	for k := range domain.MaxPhotosPerCandidate {
+		up := medPNG(t, 2, 3, uint8(100+k))
+		r, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, fmt.Sprintf("lim-%02d", k), "sha256:l", fmt.Sprintf("event_l%d", k)),
+			domain.NewCandidateMedia{CandidateID: medCand2, Upload: &up})
+		if err != nil {
+			t.Fatalf("photo %d: %v", k+1, err)
+		}
+		if k == 0 {
+			first = r
+		}
+	}
+	before := ingSnapshot(t, in, p)
+	extra := medPNG(t, 5, 5, 250)
+	_, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "lim-over", "sha256:o", "event_lo"),
+		domain.NewCandidateMedia{CandidateID: medCand2, Upload: &extra})
+	var ie *domain.InputError
+	if !errors.As(err, &ie) || ie.Field != "candidate_id" || !strings.Contains(ie.Reason, fmt.Sprintf("%d photos", domain.MaxPhotosPerCandidate)) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	// Refused after the new asset was resolved: no asset, no attachment, no key.
+	ingUnchanged(t, in, p, before, "an attachment over the limit")
+	// A photo the candidate holds already is no new photo.
+	up0 := medPNG(t, 2, 3, 100)
+	r, _, err := b.AttachCandidateMedia(ctx, p, ingMeta(p, toolAttachPhoto, "lim-again", "sha256:a", "event_la"),
+		domain.NewCandidateMedia{CandidateID: medCand2, Upload: &up0})
+	if err != nil || !r.AlreadyAttached || r.MediaID != first.MediaID {
+		t.Fatalf("a held photo on a full candidate: %+v, %v", r, err)
+	}
+	ingGrew(t, in, p, before, map[string]int64{"idempotency_keys": 1}, 1, "a held photo again")
+}
+
+func testMediaScoped(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	s := resolve(t, b, CredScoped)
+	medCandidate(t, medCand, fixtures.PublishedSaleID, domain.ReviewNeedsReview)
+	medCandidate(t, medLiveCand, fixtures.LiveSaleID, domain.ReviewNeedsReview)
+	up := medPNG(t, 3, 3, 7)
+	before := ingSnapshot(t, in, p)
+	_, _, err := b.AttachCandidateMedia(ctx, s, ingMeta(s, toolAttachPhoto, "ms-1", "sha256:s1", "event_s1"),
+		domain.NewCandidateMedia{CandidateID: medCand, Upload: &up})
+	wantAssignment(t, err)
+	_, _, err = b.CreateMediaCandidate(ctx, s, ingMeta(s, toolMediaCandidate, "ms-2", "sha256:s2", "event_s2"),
+		domain.NewCandidateMedia{ItemID: ingPubItem, Upload: &up})
+	wantAssignment(t, err)
+	ingUnchanged(t, in, p, before, "a media write outside the member's sales")
+	// Its own sale's candidates and items.
+	r, _, err := b.AttachCandidateMedia(ctx, s, ingMeta(s, toolAttachPhoto, "ms-3", "sha256:s3", "event_s3"),
+		domain.NewCandidateMedia{CandidateID: medLiveCand, Upload: &up})
+	if err != nil {
+		t.Fatalf("scoped attachment: %v", err)
+	}
+	medWant(t, "a scoped attachment", r, medLiveCand, domain.CandidateNewItem, up, false, false)
+	mc, _, err := b.CreateMediaCandidate(ctx, s, ingMeta(s, toolMediaCandidate, "ms-4", "sha256:s4", "event_s4"),
+		domain.NewCandidateMedia{ItemID: ingLiveItem2, AssetID: r.AssetID})
+	if err != nil {
+		t.Fatalf("scoped media candidate: %v", err)
+	}
+	medWant(t, "a scoped media candidate", mc, mc.CandidateID, domain.CandidateAttachMedia, up, true, false)
+	if mc.ItemID != ingLiveItem2 {
+		t.Fatalf("scoped media candidate = %+v", mc)
+	}
+	// The member's client has its own source descriptor, made on first use.
+	ingGrew(t, in, p, before, map[string]int64{"source_assets": 1, "candidate_media": 2, "source_descriptors": 1, "import_runs": 1,
+		"source_records": 1, "inventory_candidates": 1, "candidate_item_changes": 1, "idempotency_keys": 2}, 2,
+		"a scoped attachment and media candidate")
 }

@@ -31,6 +31,7 @@ BEGIN
              trovesnap.automation_policy_versions, trovesnap.automation_policies, trovesnap.approval_grants,
              trovesnap.outbound_requests, trovesnap.item_dispositions, trovesnap.item_change_history, trovesnap.proposals,
              trovesnap.export_draft_items, trovesnap.export_drafts, trovesnap.draft_revisions, trovesnap.candidate_item_changes, trovesnap.import_run_details,
+             trovesnap.candidate_media, trovesnap.source_assets,
              trovesnap.plugin_events, trovesnap.idempotency_keys, trovesnap.rate_counters, trovesnap.mcp_limits,
              trovesnap.demand_signals, trovesnap.inventory_candidates, trovesnap.source_records, trovesnap.import_runs,
              trovesnap.source_descriptors, trovesnap.item_price_history, trovesnap.item_photos, trovesnap.items,
