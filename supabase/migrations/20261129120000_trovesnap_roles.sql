@@ -48,6 +48,52 @@ SET ROLE trovesnap_owner;
 -- Functions are executable by nobody unless granted explicitly.
 ALTER DEFAULT PRIVILEGES FOR ROLE trovesnap_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 
+-- revoke_execute makes sure of it where a project grants more by default:
+-- EXECUTE on the named functions trovesnap_owner owns (every overload;
+-- NULL: all of them) is revoked from PUBLIC and from each request role the
+-- project has (Supabase's anon, authenticated and service_role, and
+-- trovesnap_mcp and trovesnap_admin). Every migration calls it for its own
+-- functions, then grants what a role may call, explicitly.
+CREATE FUNCTION trovesnap.revoke_execute(p_names text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    f regprocedure;
+    r text;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.proowner = 'trovesnap_owner'::regrole AND (p_names IS NULL OR p.proname = ANY (p_names))
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role', 'trovesnap_mcp', 'trovesnap_admin']
+        LOOP
+            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- grant_execute grants EXECUTE on functions (by signature) to p_role where
+-- the project has that role: Supabase's `authenticated`, for the seller
+-- RPCs, exists in a Supabase project but not in every PostgreSQL.
+CREATE FUNCTION trovesnap.grant_execute(p_role text, p_functions text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    f text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_role) THEN
+        RETURN;
+    END IF;
+    FOREACH f IN ARRAY p_functions
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, p_role);
+    END LOOP;
+END
+$$;
+
 CREATE TABLE trovesnap.schema_migrations (
     version    integer PRIMARY KEY,
     name       text NOT NULL,

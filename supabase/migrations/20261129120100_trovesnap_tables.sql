@@ -342,21 +342,58 @@ BEGIN
 END
 $$;
 
--- Tenant-owned tables: the tenant of the context, or system.
-DO $$
+-- Seller surfaces (a Supabase Auth session, role `authenticated`) read the
+-- rows of the tenants the signed-in user is a member of: jwt_tenants. No
+-- table is granted to `authenticated` — the seller RPCs are — so the
+-- seller_member_read policies (tenant_rls, below) are the tenant boundary
+-- those grants stand behind.
+CREATE FUNCTION trovesnap.jwt_tenants() RETURNS SETOF text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM set_config('trovesnap.system', 'on', true);
+    RETURN QUERY
+        SELECT m.tenant_id::text FROM trovesnap.memberships m JOIN trovesnap.users u ON u.id = m.user_id
+        WHERE u.auth_subject IS NOT NULL
+          AND u.auth_subject = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub';
+    PERFORM set_config('trovesnap.system', 'off', true);
+END
+$$;
+SELECT trovesnap.grant_execute('authenticated', ARRAY['trovesnap.jwt_tenants()']);
+
+-- tenant_rls puts tables of tenant-owned rows under row level security,
+-- ENABLEd and FORCEd, with the two policies every such table has (this
+-- migration's and every later one's): tenant_context, the tenant of the
+-- request context (or system) for the owner and so for every SECURITY
+-- DEFINER function; and, where the project has the role, seller_member_read,
+-- the signed-in seller's tenants for reads under a user JWT.
+CREATE FUNCTION trovesnap.tenant_rls(p_tables text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
 DECLARE
     t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['memberships', 'mcp_clients', 'estate_sales', 'membership_sales', 'items', 'item_photos',
-        'item_price_history', 'source_descriptors', 'import_runs', 'source_records', 'inventory_candidates',
-        'demand_signals', 'plugin_events', 'idempotency_keys', 'mcp_limits']
+    FOREACH t IN ARRAY p_tables
     LOOP
+        EXECUTE format('ALTER TABLE trovesnap.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE trovesnap.%I FORCE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY tenant_context ON trovesnap.%I FOR ALL TO trovesnap_owner
             USING (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())
             WITH CHECK (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())', t);
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
+            EXECUTE format('CREATE POLICY seller_member_read ON trovesnap.%I FOR SELECT TO authenticated
+                USING (tenant_id IN (SELECT trovesnap.jwt_tenants()))', t);
+        END IF;
     END LOOP;
 END
 $$;
+
+-- Tenant-owned tables: the tenant of the context, or system; the signed-in
+-- seller's tenants.
+SELECT trovesnap.tenant_rls(ARRAY['memberships', 'mcp_clients', 'estate_sales', 'membership_sales', 'items', 'item_photos',
+    'item_price_history', 'source_descriptors', 'import_runs', 'source_records', 'inventory_candidates',
+    'demand_signals', 'plugin_events', 'idempotency_keys', 'mcp_limits']);
 CREATE POLICY tenant_context ON trovesnap.tenants FOR ALL TO trovesnap_owner
     USING (trovesnap.ctx_system() OR id = trovesnap.ctx_tenant())
     WITH CHECK (trovesnap.ctx_system() OR id = trovesnap.ctx_tenant());
@@ -372,41 +409,6 @@ CREATE POLICY tenant_context ON trovesnap.rate_counters FOR ALL TO trovesnap_own
 CREATE POLICY read_only ON trovesnap.role_permissions FOR SELECT TO trovesnap_owner USING (true);
 CREATE POLICY read_only ON trovesnap.schema_migrations FOR SELECT TO trovesnap_owner USING (true);
 CREATE POLICY migrate ON trovesnap.schema_migrations FOR INSERT TO trovesnap_owner WITH CHECK (true);
-
--- Seller surfaces (a Supabase Auth session, role `authenticated`): read the
--- rows of the tenants the signed-in user is a member of. No table is granted
--- to `authenticated` yet — the seller RPCs will be — so these policies are
--- the tenant boundary those grants will stand behind.
-CREATE FUNCTION trovesnap.jwt_tenants() RETURNS SETOF text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM set_config('trovesnap.system', 'on', true);
-    RETURN QUERY
-        SELECT m.tenant_id::text FROM trovesnap.memberships m JOIN trovesnap.users u ON u.id = m.user_id
-        WHERE u.auth_subject IS NOT NULL
-          AND u.auth_subject = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub';
-    PERFORM set_config('trovesnap.system', 'off', true);
-END
-$$;
-DO $$
-DECLARE
-    t text;
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-        RETURN;
-    END IF;
-    EXECUTE 'GRANT EXECUTE ON FUNCTION trovesnap.jwt_tenants() TO authenticated';
-    FOREACH t IN ARRAY ARRAY['memberships', 'mcp_clients', 'estate_sales', 'membership_sales', 'items', 'item_photos',
-        'item_price_history', 'source_descriptors', 'import_runs', 'source_records', 'inventory_candidates',
-        'demand_signals', 'plugin_events', 'idempotency_keys', 'mcp_limits']
-    LOOP
-        EXECUTE format('CREATE POLICY seller_member_read ON trovesnap.%I FOR SELECT TO authenticated
-            USING (tenant_id IN (SELECT trovesnap.jwt_tenants()))', t);
-    END LOOP;
-END
-$$;
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (2, '20261129120100_trovesnap_tables');
 

@@ -96,10 +96,10 @@ BEGIN
 END
 $$;
 
--- enter authenticates the call and sets its tenant context: the caller's
--- role claim, an active client of a member, the tool group, and one of the
--- permissions.
-CREATE FUNCTION trovesnap.enter(p_hash text, p_group text, p_any_perm text[]) RETURNS trovesnap.principal
+-- enter_any_group authenticates the call and sets its tenant context: the
+-- caller's role claim, an active client of a member, one of the tool
+-- groups (several reach some RPCs) and one of the permissions (unless NULL).
+CREATE FUNCTION trovesnap.enter_any_group(p_hash text, p_groups text[], p_any_perm text[]) RETURNS trovesnap.principal
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -108,29 +108,52 @@ BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_mcp');
     p := trovesnap.lookup_client(p_hash);
     PERFORM trovesnap.require_active(p);
-    PERFORM trovesnap.require_access(p, p_group, p_any_perm);
+    PERFORM trovesnap.require_any_access(p, p_groups, p_any_perm);
     PERFORM set_config('trovesnap.tenant_id', p.tenant_id, true);
     RETURN p;
 END
 $$;
 
-CREATE FUNCTION trovesnap.require_access(p trovesnap.principal, p_group text, p_any_perm text[]) RETURNS void
+-- enter: enter_any_group for an RPC of one tool group.
+CREATE FUNCTION trovesnap.enter(p_hash text, p_group text, p_any_perm text[]) RETURNS trovesnap.principal
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN trovesnap.enter_any_group(p_hash, ARRAY[p_group], p_any_perm);
+END
+$$;
+
+-- require_any_access: one of the tool groups (else
+-- permission_denied:<the first>) and, unless NULL, one of the permissions
+-- (else permission_denied:<the first>).
+CREATE FUNCTION trovesnap.require_any_access(p trovesnap.principal, p_groups text[], p_any_perm text[]) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $$
 BEGIN
-    IF NOT (p_group = ANY (p.groups)) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_group);
+    IF NOT (coalesce(p.groups, '{}') && p_groups) THEN
+        PERFORM trovesnap.fail('permission_denied:' || p_groups[1]);
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM unnest(p_any_perm) AS perm WHERE trovesnap.has_perm(p.role, perm)) THEN
+    IF p_any_perm IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(p_any_perm) AS perm WHERE trovesnap.has_perm(p.role, perm)) THEN
         PERFORM trovesnap.fail('permission_denied:' || p_any_perm[1]);
     END IF;
 END
 $$;
 
--- owner_of returns the tenant of a record, whatever the context, so that a
--- refused reference can be classified for the audit (missing or another
--- tenant's). The answer never reaches the MCP client: both are the same
--- invalid_reference there.
+-- require_access: require_any_access for one tool group.
+CREATE FUNCTION trovesnap.require_access(p trovesnap.principal, p_group text, p_any_perm text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    PERFORM trovesnap.require_any_access(p, ARRAY[p_group], p_any_perm);
+END
+$$;
+
+-- owner_of returns the tenant of a record by id, whatever the context (NULL
+-- when there is none), so that a refused reference can be classified for
+-- the audit (missing or another tenant's), or a seller RPC can find the
+-- tenant whose membership decides. The answer never reaches the caller: a
+-- missing record and another tenant's are the same invalid_reference. The
+-- tables are those of this and the later migrations that are looked up so.
 CREATE FUNCTION trovesnap.owner_of(p_table text, p_id text) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -138,7 +161,8 @@ CREATE FUNCTION trovesnap.owner_of(p_table text, p_id text) RETURNS text
 DECLARE
     t text;
 BEGIN
-    IF p_table NOT IN ('estate_sales', 'items', 'inventory_candidates') THEN
+    IF p_table NOT IN ('estate_sales', 'items', 'inventory_candidates', 'import_runs', 'proposals', 'automation_policies',
+                       'mcp_clients', 'export_drafts') THEN
         RAISE EXCEPTION 'owner_of: table % is not a reference target', p_table;
     END IF;
     PERFORM set_config('trovesnap.system', 'on', true);
@@ -288,6 +312,39 @@ CREATE FUNCTION trovesnap.candidate_json(c trovesnap.inventory_candidates) RETUR
             'version', c.version, 'created_at', trovesnap.ts(c.created_at))
     $$;
 
+-- item_detail_json: an item with the extras asked for (photos, published
+-- or not, in position order; price history in (changed_at, id) order).
+CREATE FUNCTION trovesnap.item_detail_json(i trovesnap.items, p_photos boolean, p_history boolean) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+        SELECT trovesnap.item_json(i)
+            || CASE WHEN p_photos THEN jsonb_build_object('photos', coalesce((
+                   SELECT jsonb_agg(jsonb_build_object('id', ph.id, 'item_id', ph.item_id, 'storage_key', ph.storage_key,
+                              'width', ph.width, 'height', ph.height, 'position', ph.position, 'published', ph.published)
+                          ORDER BY ph.position, ph.id)
+                   FROM trovesnap.item_photos ph WHERE ph.tenant_id = i.tenant_id AND ph.item_id = i.id), '[]'))
+               ELSE '{}'::jsonb END
+            || CASE WHEN p_history THEN jsonb_build_object('price_history', coalesce((
+                   SELECT jsonb_agg(jsonb_build_object('id', h.id, 'tenant_id', h.tenant_id, 'item_id', h.item_id,
+                              'price_cents', h.price_cents, 'internal_price_guidance_cents', h.internal_price_guidance_cents,
+                              'reason', h.reason, 'actor_id', h.actor_id, 'proposal_id', h.proposal_id,
+                              'changed_at', trovesnap.ts(h.changed_at))
+                          ORDER BY h.changed_at, h.id)
+                   FROM trovesnap.item_price_history h WHERE h.tenant_id = i.tenant_id AND h.item_id = i.id), '[]'))
+               ELSE '{}'::jsonb END
+    $$;
+
+-- check_pricing: price history is for pricing roles only.
+CREATE FUNCTION trovesnap.check_pricing(p trovesnap.principal, p_include_price_history boolean) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF coalesce(p_include_price_history, false) AND NOT trovesnap.has_perm(p.role, 'item.read_pricing') THEN
+        PERFORM trovesnap.fail('permission_denied:item.read_pricing');
+    END IF;
+END
+$$;
+
 -- ---------------------------------------------------------------------------
 -- RPCs
 -- ---------------------------------------------------------------------------
@@ -401,9 +458,7 @@ DECLARE
     v_rows  jsonb;
 BEGIN
     p := trovesnap.enter(p_credential_hash, 'tenant_read', ARRAY['item.read', 'item.read_checkout']);
-    IF p_include_price_history AND NOT trovesnap.has_perm(p.role, 'item.read_pricing') THEN
-        PERFORM trovesnap.fail('permission_denied:item.read_pricing');
-    END IF;
+    PERFORM trovesnap.check_pricing(p, p_include_price_history);
     v_limit := trovesnap.page_limit(p_limit);
     PERFORM trovesnap.one_of('status', p_status,
         ARRAY['draft', 'ready', 'published', 'on_hold', 'pending_pickup', 'sold', 'withdrawn', 'archived']);
@@ -411,23 +466,8 @@ BEGIN
     IF coalesce(p_sale_id, '') <> '' THEN
         PERFORM trovesnap.check_sale(p, p_sale_id);
     END IF;
-    SELECT coalesce(jsonb_agg(
-               trovesnap.item_json(i)
-               || CASE WHEN p_include_photos THEN jsonb_build_object('photos', coalesce((
-                      SELECT jsonb_agg(jsonb_build_object('id', ph.id, 'item_id', ph.item_id, 'storage_key', ph.storage_key,
-                                 'width', ph.width, 'height', ph.height, 'position', ph.position, 'published', ph.published)
-                             ORDER BY ph.position, ph.id)
-                      FROM trovesnap.item_photos ph WHERE ph.tenant_id = i.tenant_id AND ph.item_id = i.id), '[]'))
-                  ELSE '{}'::jsonb END
-               || CASE WHEN p_include_price_history THEN jsonb_build_object('price_history', coalesce((
-                      SELECT jsonb_agg(jsonb_build_object('id', h.id, 'tenant_id', h.tenant_id, 'item_id', h.item_id,
-                                 'price_cents', h.price_cents, 'internal_price_guidance_cents', h.internal_price_guidance_cents,
-                                 'reason', h.reason, 'actor_id', h.actor_id, 'proposal_id', h.proposal_id,
-                                 'changed_at', trovesnap.ts(h.changed_at))
-                             ORDER BY h.changed_at, h.id)
-                      FROM trovesnap.item_price_history h WHERE h.tenant_id = i.tenant_id AND h.item_id = i.id), '[]'))
-                  ELSE '{}'::jsonb END
-               ORDER BY i.created_at, i.id), '[]') INTO v_rows
+    SELECT coalesce(jsonb_agg(trovesnap.item_detail_json(i, p_include_photos, p_include_price_history)
+                              ORDER BY i.created_at, i.id), '[]') INTO v_rows
     FROM (SELECT * FROM trovesnap.items i
           WHERE (NOT p.sale_scoped OR i.sale_id = ANY (p.assigned))
             AND (coalesce(p_sale_id, '') = '' OR i.sale_id = p_sale_id)
@@ -617,6 +657,133 @@ BEGIN
 END
 $$;
 
+-- ---------------------------------------------------------------------------
+-- Persisted writes: every write RPC (here and in the later migrations) checks
+-- its write metadata, replays or conflicts on a used key under the key's
+-- lock, and commits its plugin_event and idempotency row with the write.
+-- ---------------------------------------------------------------------------
+
+-- check_write_meta: what every persisted write needs besides its input.
+CREATE FUNCTION trovesnap.check_write_meta(p_tool text, p_tool_major integer, p_key text, p_fingerprint text,
+                                           p_event jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF coalesce(p_key, '') = '' THEN
+        PERFORM trovesnap.fail('invalid_input:idempotency_key', 'required for a persisted write');
+    END IF;
+    IF coalesce(p_tool, '') = '' OR coalesce(p_fingerprint, '') = '' OR p_tool_major IS NULL THEN
+        PERFORM trovesnap.fail('invalid_input:idempotency', 'scope without tool or fingerprint');
+    END IF;
+    IF jsonb_typeof(p_event) IS DISTINCT FROM 'object' OR coalesce(p_event ->> 'id', '') = '' THEN
+        PERFORM trovesnap.fail('invalid_input:event', 'a write needs an event id');
+    END IF;
+END
+$$;
+
+-- idem_replay: the stored answer of a live key with the same fingerprint
+-- (NULL when the key is unused or expired); another fingerprint is
+-- idempotency_conflict. With p_lock (the writes) it first takes the key's
+-- advisory lock, so concurrent calls with one key serialise and exactly one
+-- executes; an expired row is then removed. Needs the tenant context.
+CREATE FUNCTION trovesnap.idem_replay(p trovesnap.principal, p_tool text, p_tool_major integer, p_key text,
+                                      p_fingerprint text, p_lock boolean) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    k trovesnap.idempotency_keys;
+BEGIN
+    IF p_lock THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended(
+            concat_ws('/', 'idem', p.tenant_id, p.client_id, p_tool, p_tool_major::text, p_key), 0));
+    END IF;
+    SELECT * INTO k FROM trovesnap.idempotency_keys ik
+    WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF k.expires_at <= now() THEN
+        IF p_lock THEN
+            DELETE FROM trovesnap.idempotency_keys ik
+            WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF k.fingerprint <> p_fingerprint THEN
+        PERFORM trovesnap.fail('idempotency_conflict');
+    END IF;
+    RETURN jsonb_build_object('replayed', true, 'result', k.result -> 'result', 'related', k.result -> 'related',
+                              'event_id', k.event_id);
+END
+$$;
+
+-- event_cause: the event that caused an event about a proposal, in its
+-- correlation, as the embedded store's fillCausation finds it: an event
+-- that used or revoked a grant was caused by the event that granted it;
+-- otherwise an event about a proposal (an approval decision, an execution
+-- authorised by a policy) by the proposal's creation event.
+CREATE FUNCTION trovesnap.event_cause(p_event jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    v_corr     text := coalesce(p_event ->> 'correlation_id', '');
+    v_approval text := p_event -> 'approval' ->> 'approval_id';
+    v_proposal text := p_event -> 'approval' ->> 'proposal_id';
+    v_id       text;
+BEGIN
+    IF v_corr = '' OR (v_approval IS NULL
+                       AND (v_proposal IS NULL OR coalesce(p_event -> 'tool' ->> 'tier', '') = 'action_proposal')) THEN
+        RETURN NULL;
+    END IF;
+    IF v_approval IS NOT NULL AND coalesce(p_event ->> 'action', '') <> 'approval_granted' THEN
+        SELECT e.id INTO v_id FROM trovesnap.plugin_events e
+        WHERE e.correlation_id = v_corr AND e.body ->> 'action' = 'approval_granted'
+          AND e.body -> 'approval' ->> 'approval_id' = v_approval
+        ORDER BY e.seq LIMIT 1;
+    END IF;
+    IF v_id IS NULL AND v_proposal IS NOT NULL THEN
+        SELECT e.id INTO v_id FROM trovesnap.plugin_events e
+        WHERE e.correlation_id = v_corr AND e.outcome = 'success' AND e.body ->> 'action' = 'mcp_tool_called'
+          AND coalesce(e.body -> 'related' -> 'proposal_ids', '[]') ? v_proposal
+        ORDER BY e.seq LIMIT 1;
+    END IF;
+    IF v_id = p_event ->> 'id' THEN
+        RETURN NULL;
+    END IF;
+    RETURN v_id;
+END
+$$;
+
+-- finish_write commits a write's plugin_event (outcome success, the records
+-- it names, its latency, its cause) and its idempotency row, and returns the
+-- RPC's answer.
+CREATE FUNCTION trovesnap.finish_write(p trovesnap.principal, p_tool text, p_tool_major integer, p_key text,
+                                       p_fingerprint text, p_event jsonb, p_started_at timestamptz, p_result jsonb,
+                                       p_related jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now   timestamptz := now();
+    v_event jsonb;
+BEGIN
+    v_event := p_event || jsonb_build_object('outcome', 'success', 'related', p_related, 'tenant_id', p.tenant_id);
+    IF p_started_at IS NOT NULL THEN
+        v_event := jsonb_set(v_event, '{metrics}', coalesce(v_event -> 'metrics', '{}'::jsonb) || jsonb_build_object(
+            'latency_ms', round((greatest(extract(epoch FROM clock_timestamp() - p_started_at), 0) * 1000)::numeric, 3)));
+    END IF;
+    IF v_event -> 'causation_id' IS NULL OR jsonb_typeof(v_event -> 'causation_id') = 'null' THEN
+        v_event := v_event || jsonb_build_object('causation_id', trovesnap.event_cause(v_event));
+    END IF;
+    PERFORM trovesnap.record_event(v_event);
+    INSERT INTO trovesnap.idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint, result, event_id,
+                                            created_at, expires_at)
+    VALUES (p.tenant_id, p.client_id, p_tool, p_tool_major, p_key, p_fingerprint,
+            jsonb_build_object('result', p_result, 'related', p_related, 'event_id', p_event ->> 'id'),
+            p_event ->> 'id', v_now, v_now + interval '24 hours');
+    RETURN jsonb_build_object('replayed', false, 'result', p_result, 'related', p_related, 'event_id', p_event ->> 'id');
+END
+$$;
+
 -- mcp_create_inventory_candidate runs the P5 candidate chain (source
 -- descriptor → import run → source record → candidate) with its idempotency
 -- row and its plugin_event in ONE transaction, exactly like the embedded
@@ -626,8 +793,8 @@ $$;
 --   2. the client must (still) be active, its actor a member with
 --      item.create_candidate, the client allowed candidate_write;
 --   3. the sale must be visible in the client's tenant;
---   4. the event (outcome success, the records written, latency) and the
---      idempotency row commit with the write.
+--   4. the event (outcome success, the records written, latency, cause) and
+--      the idempotency row commit with the write (finish_write).
 -- Concurrent calls with one key serialise on an advisory lock: exactly one
 -- executes, the others replay.
 CREATE FUNCTION public.mcp_create_inventory_candidate(p_credential_hash text, p_tool text, p_tool_major integer,
@@ -639,7 +806,7 @@ CREATE FUNCTION public.mcp_create_inventory_candidate(p_credential_hash text, p_
 DECLARE
     p         trovesnap.principal;
     v_now     timestamptz := now();
-    k         trovesnap.idempotency_keys;
+    v_replay  jsonb;
     v_sale    text := p_input ->> 'sale_id';
     v_qty     integer;
     v_price   bigint;
@@ -650,7 +817,6 @@ DECLARE
     v_payload text;
     v_related jsonb;
     v_result  jsonb;
-    v_event   jsonb;
 BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_mcp');
     p := trovesnap.lookup_client(p_credential_hash);
@@ -672,32 +838,12 @@ BEGIN
     IF v_price < 0 THEN
         PERFORM trovesnap.fail('invalid_input:supplied_price_cents', 'must not be negative');
     END IF;
-    -- Write metadata.
-    IF coalesce(p_key, '') = '' THEN
-        PERFORM trovesnap.fail('invalid_input:idempotency_key', 'required for a persisted write');
-    END IF;
-    IF coalesce(p_tool, '') = '' OR coalesce(p_fingerprint, '') = '' OR p_tool_major IS NULL THEN
-        PERFORM trovesnap.fail('invalid_input:idempotency', 'scope without tool or fingerprint');
-    END IF;
-    IF jsonb_typeof(p_event) IS DISTINCT FROM 'object' OR coalesce(p_event ->> 'id', '') = '' THEN
-        PERFORM trovesnap.fail('invalid_input:event', 'a write needs an event id');
-    END IF;
+    PERFORM trovesnap.check_write_meta(p_tool, p_tool_major, p_key, p_fingerprint, p_event);
 
     PERFORM set_config('trovesnap.tenant_id', p.tenant_id, true);
-    PERFORM pg_advisory_xact_lock(hashtextextended(
-        concat_ws('/', 'idem', p.tenant_id, p.client_id, p_tool, p_tool_major::text, p_key), 0));
-    SELECT * INTO k FROM trovesnap.idempotency_keys ik
-    WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
-    IF FOUND THEN
-        IF k.expires_at <= v_now THEN
-            DELETE FROM trovesnap.idempotency_keys ik
-            WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
-        ELSIF k.fingerprint <> p_fingerprint THEN
-            PERFORM trovesnap.fail('idempotency_conflict');
-        ELSE
-            RETURN jsonb_build_object('replayed', true, 'result', k.result -> 'result',
-                                      'related', k.result -> 'related', 'event_id', k.event_id);
-        END IF;
+    v_replay := trovesnap.idem_replay(p, p_tool, p_tool_major, p_key, p_fingerprint, true);
+    IF v_replay IS NOT NULL THEN
+        RETURN v_replay;
     END IF;
 
     PERFORM trovesnap.require_active(p);
@@ -731,45 +877,14 @@ BEGIN
         'source_import_record_ids', jsonb_build_array(v_record), 'candidate_ids', jsonb_build_array(v_cand));
     v_result := jsonb_build_object('candidate_id', v_cand, 'review_status', 'needs_review', 'canonical_item_created', false,
         'source_descriptor_id', v_desc, 'import_run_id', v_run, 'source_record_id', v_record, 'sale_id', v_sale);
-
-    v_event := p_event || jsonb_build_object('outcome', 'success', 'related', v_related, 'tenant_id', p.tenant_id);
-    IF p_started_at IS NOT NULL THEN
-        v_event := jsonb_set(v_event, '{metrics}', coalesce(v_event -> 'metrics', '{}'::jsonb) || jsonb_build_object(
-            'latency_ms', round((greatest(extract(epoch FROM clock_timestamp() - p_started_at), 0) * 1000)::numeric, 3)));
-    END IF;
-    PERFORM trovesnap.record_event(v_event);
-
-    INSERT INTO trovesnap.idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint, result, event_id,
-                                            created_at, expires_at)
-    VALUES (p.tenant_id, p.client_id, p_tool, p_tool_major, p_key, p_fingerprint,
-            jsonb_build_object('result', v_result, 'related', v_related, 'event_id', p_event ->> 'id'),
-            p_event ->> 'id', v_now, v_now + interval '24 hours');
-
-    RETURN jsonb_build_object('replayed', false, 'result', v_result, 'related', v_related, 'event_id', p_event ->> 'id');
+    RETURN trovesnap.finish_write(p, p_tool, p_tool_major, p_key, p_fingerprint, p_event, p_started_at, v_result, v_related);
 END
 $$;
 
 -- Nobody but the roles named below may execute anything trovesnap owns.
-DO $$
-DECLARE
-    f regprocedure;
-    r text;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proowner = 'trovesnap_owner'::regrole
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role']
-        LOOP
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
-            END IF;
-        END LOOP;
-    END LOOP;
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-        GRANT EXECUTE ON FUNCTION trovesnap.jwt_tenants() TO authenticated;
-    END IF;
-END
-$$;
+SELECT trovesnap.revoke_execute(NULL);
+SELECT trovesnap.grant_execute('authenticated', ARRAY[
+    'trovesnap.jwt_tenants()']);
 GRANT EXECUTE ON FUNCTION
     public.mcp_schema_version(),
     public.mcp_role_check(),

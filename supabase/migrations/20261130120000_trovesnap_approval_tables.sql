@@ -190,40 +190,13 @@ CREATE INDEX item_status_events_item ON trovesnap.item_status_events (tenant_id,
 CREATE TRIGGER item_status_events_append_only BEFORE UPDATE OR DELETE ON trovesnap.item_status_events
     FOR EACH ROW EXECUTE FUNCTION trovesnap.refuse_change();
 
--- Row level security, exactly as migration 2 sets it for its tables.
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['proposals', 'approval_grants', 'automation_policies', 'automation_policy_versions',
-        'policy_uses', 'item_provenance', 'item_status_events']
-    LOOP
-        EXECUTE format('ALTER TABLE trovesnap.%I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE trovesnap.%I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY tenant_context ON trovesnap.%I FOR ALL TO trovesnap_owner
-            USING (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())
-            WITH CHECK (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())', t);
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-            EXECUTE format('CREATE POLICY seller_member_read ON trovesnap.%I FOR SELECT TO authenticated
-                USING (tenant_id IN (SELECT trovesnap.jwt_tenants()))', t);
-        END IF;
-    END LOOP;
-END
-$$;
+-- Row level security, as migration 2 sets it for its tables.
+SELECT trovesnap.tenant_rls(ARRAY['proposals', 'approval_grants', 'automation_policies', 'automation_policy_versions',
+    'policy_uses', 'item_provenance', 'item_status_events']);
 
 -- Nothing new is executable by anyone but its owner.
-DO $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
-             WHERE p.proowner = 'trovesnap_owner'::regrole
-               AND p.proname IN ('proposal_content_immutable', 'grant_binding_immutable')
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-    END LOOP;
-END
-$$;
+SELECT trovesnap.revoke_execute(ARRAY[
+    'proposal_content_immutable', 'grant_binding_immutable']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (4, '20261130120000_trovesnap_approval_tables');
 

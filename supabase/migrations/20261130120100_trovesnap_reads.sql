@@ -121,37 +121,32 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION trovesnap.search_index_sale() RETURNS trigger
+-- search_index keeps the key of the sale or item that fired it: the words
+-- of its public text.
+CREATE FUNCTION trovesnap.search_index() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
-DECLARE
-    v_tokens text[] := trovesnap.search_tokens(concat_ws(' ', NEW.title, NEW.city, NEW.region));
 BEGIN
-    PERFORM trovesnap.search_key_put(NEW.tenant_id, 'sale', NEW.id, v_tokens, TG_OP = 'INSERT');
+    IF TG_TABLE_NAME = 'estate_sales' THEN
+        PERFORM trovesnap.search_key_put(NEW.tenant_id, 'sale', NEW.id,
+            trovesnap.search_tokens(concat_ws(' ', NEW.title, NEW.city, NEW.region)), TG_OP = 'INSERT');
+    ELSE
+        PERFORM trovesnap.search_key_put(NEW.tenant_id, 'item', NEW.id,
+            trovesnap.search_tokens(concat_ws(' ', NEW.title, NEW.description, NEW.category)), TG_OP = 'INSERT');
+    END IF;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER estate_sales_search_insert AFTER INSERT ON trovesnap.estate_sales
-    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index_sale();
+    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index();
 CREATE TRIGGER estate_sales_search_update AFTER UPDATE OF title, city, region ON trovesnap.estate_sales
-    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index_sale();
+    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index();
 
-CREATE FUNCTION trovesnap.search_index_item() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_tokens text[] := trovesnap.search_tokens(concat_ws(' ', NEW.title, NEW.description, NEW.category));
-BEGIN
-    PERFORM trovesnap.search_key_put(NEW.tenant_id, 'item', NEW.id, v_tokens, TG_OP = 'INSERT');
-    RETURN NULL;
-END
-$$;
 CREATE TRIGGER items_search_insert AFTER INSERT ON trovesnap.items
-    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index_item();
+    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index();
 CREATE TRIGGER items_search_update AFTER UPDATE OF title, description, category ON trovesnap.items
-    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index_item();
+    FOR EACH ROW EXECUTE FUNCTION trovesnap.search_index();
 
 -- Keys for what a project already holds: sales, then items, each in the
 -- order they were recorded (the store's order for a seeded database).
@@ -170,24 +165,7 @@ SELECT set_config('trovesnap.system', 'off', true);
 
 -- The new tables: the tenant of the context (or system), and the
 -- signed-in seller's tenants for reads under a user JWT, as migration 2.
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['label_batches', 'qr_labels', 'search_keys']
-    LOOP
-        EXECUTE format('ALTER TABLE trovesnap.%I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('ALTER TABLE trovesnap.%I FORCE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY tenant_context ON trovesnap.%I FOR ALL TO trovesnap_owner
-            USING (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())
-            WITH CHECK (trovesnap.ctx_system() OR tenant_id = trovesnap.ctx_tenant())', t);
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-            EXECUTE format('CREATE POLICY seller_member_read ON trovesnap.%I FOR SELECT TO authenticated
-                USING (tenant_id IN (SELECT trovesnap.jwt_tenants()))', t);
-        END IF;
-    END LOOP;
-END
-$$;
+SELECT trovesnap.tenant_rls(ARRAY['label_batches', 'qr_labels', 'search_keys']);
 
 -- ctx_public: the public context, which names no tenant and is no system
 -- access (a context with a tenant is never public).
@@ -254,17 +232,6 @@ BEGIN
 END
 $$;
 
--- check_pricing: price history is for pricing roles only.
-CREATE FUNCTION trovesnap.check_pricing(p trovesnap.principal, p_include_price_history boolean) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    IF coalesce(p_include_price_history, false) AND NOT trovesnap.has_perm(p.role, 'item.read_pricing') THEN
-        PERFORM trovesnap.fail('permission_denied:item.read_pricing');
-    END IF;
-END
-$$;
-
 -- visible_item: the item of the caller's tenant (else invalid_reference),
 -- of an assigned sale (else sale_assignment).
 CREATE FUNCTION trovesnap.visible_item(p trovesnap.principal, p_item_id text) RETURNS trovesnap.items
@@ -279,44 +246,6 @@ BEGIN
     RETURN i;
 END
 $$;
-
--- run_owner is owner_of for import runs: the tenant of a run whatever the
--- context, to classify a refused run_id for the audit only.
-CREATE FUNCTION trovesnap.run_owner(p_id text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    t text;
-BEGIN
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT r.tenant_id INTO t FROM trovesnap.import_runs r WHERE r.id = p_id;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    RETURN t;
-END
-$$;
-
--- item_detail_json: an item with the extras asked for (photos, published
--- or not, in position order; price history in (changed_at, id) order).
-CREATE FUNCTION trovesnap.item_detail_json(i trovesnap.items, p_photos boolean, p_history boolean) RETURNS jsonb
-    LANGUAGE sql STABLE
-    AS $$
-        SELECT trovesnap.item_json(i)
-            || CASE WHEN p_photos THEN jsonb_build_object('photos', coalesce((
-                   SELECT jsonb_agg(jsonb_build_object('id', ph.id, 'item_id', ph.item_id, 'storage_key', ph.storage_key,
-                              'width', ph.width, 'height', ph.height, 'position', ph.position, 'published', ph.published)
-                          ORDER BY ph.position, ph.id)
-                   FROM trovesnap.item_photos ph WHERE ph.tenant_id = i.tenant_id AND ph.item_id = i.id), '[]'))
-               ELSE '{}'::jsonb END
-            || CASE WHEN p_history THEN jsonb_build_object('price_history', coalesce((
-                   SELECT jsonb_agg(jsonb_build_object('id', h.id, 'tenant_id', h.tenant_id, 'item_id', h.item_id,
-                              'price_cents', h.price_cents, 'internal_price_guidance_cents', h.internal_price_guidance_cents,
-                              'reason', h.reason, 'actor_id', h.actor_id, 'proposal_id', h.proposal_id,
-                              'changed_at', trovesnap.ts(h.changed_at))
-                          ORDER BY h.changed_at, h.id)
-                   FROM trovesnap.item_price_history h WHERE h.tenant_id = i.tenant_id AND h.item_id = i.id), '[]'))
-               ELSE '{}'::jsonb END
-    $$;
 
 -- public_sale_json: a sale as a buyer sees it. The street address leaves
 -- the database only when the reveal policy allows it at the time of the
@@ -631,11 +560,8 @@ BEGIN
     IF p_after_ordinal < 0 THEN
         PERFORM trovesnap.fail('invalid_input:cursor', 'not a cursor of this list: start again without a cursor');
     END IF;
-    SELECT * INTO r FROM trovesnap.import_runs WHERE id = coalesce(p_run_id, '');
-    IF NOT FOUND THEN
-        PERFORM trovesnap.fail('invalid_reference:run_id', jsonb_build_object('id', coalesce(p_run_id, ''),
-            'cross_tenant', trovesnap.run_owner(coalesce(p_run_id, '')) IS NOT NULL)::text);
-    END IF;
+    PERFORM trovesnap.check_ref('import_runs', 'run_id', coalesce(p_run_id, ''));
+    SELECT * INTO r FROM trovesnap.import_runs WHERE id = p_run_id;
     PERFORM trovesnap.check_assigned(p, r.sale_id);
     SELECT d.kind INTO v_kind FROM trovesnap.source_descriptors d
     WHERE d.tenant_id = r.tenant_id AND d.id = r.source_descriptor_id;
@@ -793,31 +719,13 @@ $$;
 -- server's role, and it only the RPCs.
 -- ---------------------------------------------------------------------------
 
-DO $$
-DECLARE
-    f regprocedure;
-    r text;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-             WHERE p.proowner = 'trovesnap_owner'::regrole
-               AND ((n.nspname = 'trovesnap' AND p.proname IN ('search_tokens', 'search_key_put', 'search_index_sale', 'search_index_item',
-                        'ctx_public', 'begin_public', 'enter_read', 'check_assigned', 'check_pricing', 'visible_item',
-                        'run_owner', 'item_detail_json', 'public_sale_json', 'public_photo_json', 'public_item_json',
-                        'public_item_where', 'run_json'))
-                    OR (n.nspname = 'public' AND p.proname IN ('mcp_public_sale', 'mcp_public_item', 'mcp_resolve_public_qr',
-                        'mcp_search_marketplace', 'mcp_get_sale', 'mcp_get_item', 'mcp_get_candidate', 'mcp_list_import_runs',
-                        'mcp_get_import_run', 'mcp_list_status_events', 'mcp_list_label_batches', 'mcp_disposition_queue')))
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role']
-        LOOP
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
-            END IF;
-        END LOOP;
-    END LOOP;
-END
-$$;
+SELECT trovesnap.revoke_execute(ARRAY[
+    'search_tokens', 'search_key_put', 'search_index', 'ctx_public', 'begin_public',
+    'enter_read', 'check_assigned', 'visible_item', 'public_sale_json',
+    'public_photo_json', 'public_item_json', 'public_item_where', 'run_json', 'mcp_public_sale', 'mcp_public_item',
+    'mcp_resolve_public_qr', 'mcp_search_marketplace', 'mcp_get_sale', 'mcp_get_item', 'mcp_get_candidate',
+    'mcp_list_import_runs', 'mcp_get_import_run', 'mcp_list_status_events', 'mcp_list_label_batches',
+    'mcp_disposition_queue']);
 GRANT EXECUTE ON FUNCTION
     public.mcp_public_sale(text),
     public.mcp_public_item(text),

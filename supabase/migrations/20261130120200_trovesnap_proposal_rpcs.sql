@@ -1,9 +1,13 @@
--- trovesnap live mode, migration 6: proposals, approval state, controlled
--- actions, and the seller's grants.
+-- trovesnap live mode, migration 6: proposals, approval state and the
+-- controlled actions.
 --
 -- The MCP server proposes and executes through these RPCs exactly as the
 -- embedded store does in one SQLite transaction (store/proposals.go,
--- store/execute.go, store/domainfn.go, store/grants.go):
+-- store/execute.go, store/domainfn.go, store/grants.go). They know every
+-- action live mode executes: candidate promotion and publication, whose
+-- domain functions are here, and the remaining ones, whose records, checks
+-- and domain functions are migration 10's (the functions below call them;
+-- plpgsql binds them when they run):
 --   mcp_proposal_state    the current state a proposal is built from (the
 --                         rules themselves are Go's, shared with the store:
 --                         internal/domain/proposal_build.go);
@@ -15,9 +19,10 @@
 --                         locked, the grant or policy re-checked and consumed,
 --                         the target versions, the ONE domain function, the
 --                         event and the idempotency row.
--- Grants come from a human: seller_issue_grant and seller_revoke_grant run
--- under the signed-in seller's own JWT (role authenticated) and decide from
--- its `sub` who acts, never from an argument.
+-- Grants come from a human: seller_issue_grant and seller_revoke_grant
+-- (migration 7, with the other seller RPCs) run under the signed-in
+-- seller's own JWT (role authenticated) and decide from its `sub` who acts,
+-- never from an argument.
 --
 -- Errors are trovesnap.fail codes; a reasoned code's detail is a short
 -- printable reason without ';' (internal/live/rpc.go safeReason).
@@ -79,25 +84,9 @@ CREATE FUNCTION trovesnap.policy_usage(p_policy_id text) RETURNS jsonb
         WHERE u.policy_id = p_policy_id AND u.used_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
     $$;
 
--- proposal_owner: the tenant of a proposal whatever the context, so a
--- refused reference can be classified for the audit (never shown).
-CREATE FUNCTION trovesnap.proposal_owner(p_id text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    t text;
-BEGIN
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT pr.tenant_id INTO t FROM trovesnap.proposals pr WHERE pr.id = p_id;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    RETURN t;
-END
-$$;
-
 -- action_tool: the controlled action that executes a proposal action in
--- live mode, and the approval it needs (catalog/actions.go). NULL: the
--- action is not available in live mode.
+-- live mode, the approval it needs and the domain function it runs
+-- (catalog/actions.go). NULL: the action is not available in live mode.
 CREATE FUNCTION trovesnap.action_tool(p_action text) RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -105,152 +94,16 @@ CREATE FUNCTION trovesnap.action_tool(p_action text) RETURNS text[]
             WHEN 'promote_candidate' THEN ARRAY['trove_execute_candidate_promotion', 'human_or_policy', 'promote_inventory_candidate']
             WHEN 'publish_item' THEN ARRAY['trove_publish_item', 'explicit_human', 'publish_item']
             WHEN 'publish_sale' THEN ARRAY['trove_publish_sale', 'explicit_human', 'publish_sale']
+            WHEN 'status_transition' THEN ARRAY['trove_update_item_status', 'human_or_policy', 'append_inventory_status_event']
+            WHEN 'archive_item' THEN ARRAY['trove_archive_item', 'explicit_human', 'append_inventory_status_event']
+            WHEN 'bulk_item_update' THEN ARRAY['trove_apply_bulk_item_update', 'human_or_policy', 'update_item_fields']
+            WHEN 'bind_identity' THEN ARRAY['trove_bind_item_identity', 'human_or_policy', 'bind_item_identity']
+            WHEN 'release_identity' THEN ARRAY['trove_release_item_identity', 'explicit_human', 'release_item_identity']
+            WHEN 'disposition_action' THEN ARRAY['trove_apply_disposition_action', 'explicit_human', 'apply_disposition_action']
+            WHEN 'buyer_notification' THEN ARRAY['trove_notify_matched_buyers', 'explicit_human', 'notify_matched_buyers']
+            WHEN 'export_delivery' THEN ARRAY['trove_deliver_export', 'explicit_human', 'deliver_export']
         END
     $$;
-
--- enter_any_group: enter for RPCs several tool groups reach (one of
--- p_groups; one of p_any_perm unless NULL).
-CREATE FUNCTION trovesnap.enter_any_group(p_hash text, p_groups text[], p_any_perm text[]) RETURNS trovesnap.principal
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    p trovesnap.principal;
-BEGIN
-    PERFORM trovesnap.begin_rpc('trovesnap_mcp');
-    p := trovesnap.lookup_client(p_hash);
-    PERFORM trovesnap.require_active(p);
-    IF NOT (coalesce(p.groups, '{}') && p_groups) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_groups[1]);
-    END IF;
-    IF p_any_perm IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(p_any_perm) AS perm WHERE trovesnap.has_perm(p.role, perm)) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_any_perm[1]);
-    END IF;
-    PERFORM set_config('trovesnap.tenant_id', p.tenant_id, true);
-    RETURN p;
-END
-$$;
-
--- check_write_meta: what every persisted write needs besides its input.
-CREATE FUNCTION trovesnap.check_write_meta(p_tool text, p_tool_major integer, p_key text, p_fingerprint text,
-                                           p_event jsonb) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    AS $$
-BEGIN
-    IF coalesce(p_key, '') = '' THEN
-        PERFORM trovesnap.fail('invalid_input:idempotency_key', 'required for a persisted write');
-    END IF;
-    IF coalesce(p_tool, '') = '' OR coalesce(p_fingerprint, '') = '' OR p_tool_major IS NULL THEN
-        PERFORM trovesnap.fail('invalid_input:idempotency', 'scope without tool or fingerprint');
-    END IF;
-    IF jsonb_typeof(p_event) IS DISTINCT FROM 'object' OR coalesce(p_event ->> 'id', '') = '' THEN
-        PERFORM trovesnap.fail('invalid_input:event', 'a write needs an event id');
-    END IF;
-END
-$$;
-
--- idem_replay: the stored answer of a live key with the same fingerprint
--- (NULL when the key is unused or expired); another fingerprint is
--- idempotency_conflict. With p_lock (the writes) it first takes the key's
--- advisory lock, as mcp_create_inventory_candidate does, so concurrent
--- calls with one key serialise and exactly one executes; an expired row is
--- then removed. Needs the tenant context.
-CREATE FUNCTION trovesnap.idem_replay(p trovesnap.principal, p_tool text, p_tool_major integer, p_key text,
-                                      p_fingerprint text, p_lock boolean) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    k trovesnap.idempotency_keys;
-BEGIN
-    IF p_lock THEN
-        PERFORM pg_advisory_xact_lock(hashtextextended(
-            concat_ws('/', 'idem', p.tenant_id, p.client_id, p_tool, p_tool_major::text, p_key), 0));
-    END IF;
-    SELECT * INTO k FROM trovesnap.idempotency_keys ik
-    WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-    IF k.expires_at <= now() THEN
-        IF p_lock THEN
-            DELETE FROM trovesnap.idempotency_keys ik
-            WHERE ik.client_id = p.client_id AND ik.tool = p_tool AND ik.tool_major = p_tool_major AND ik.key = p_key;
-        END IF;
-        RETURN NULL;
-    END IF;
-    IF k.fingerprint <> p_fingerprint THEN
-        PERFORM trovesnap.fail('idempotency_conflict');
-    END IF;
-    RETURN jsonb_build_object('replayed', true, 'result', k.result -> 'result', 'related', k.result -> 'related',
-                              'event_id', k.event_id);
-END
-$$;
-
--- event_cause: the event that caused an event about a proposal, in its
--- correlation, as the embedded store's fillCausation finds it: an event
--- that used or revoked a grant was caused by the event that granted it;
--- otherwise an event about a proposal (an approval decision, an execution
--- authorised by a policy) by the proposal's creation event.
-CREATE FUNCTION trovesnap.event_cause(p_event jsonb) RETURNS text
-    LANGUAGE plpgsql STABLE
-    AS $$
-DECLARE
-    v_corr     text := coalesce(p_event ->> 'correlation_id', '');
-    v_approval text := p_event -> 'approval' ->> 'approval_id';
-    v_proposal text := p_event -> 'approval' ->> 'proposal_id';
-    v_id       text;
-BEGIN
-    IF v_corr = '' OR (v_approval IS NULL
-                       AND (v_proposal IS NULL OR coalesce(p_event -> 'tool' ->> 'tier', '') = 'action_proposal')) THEN
-        RETURN NULL;
-    END IF;
-    IF v_approval IS NOT NULL AND coalesce(p_event ->> 'action', '') <> 'approval_granted' THEN
-        SELECT e.id INTO v_id FROM trovesnap.plugin_events e
-        WHERE e.correlation_id = v_corr AND e.body ->> 'action' = 'approval_granted'
-          AND e.body -> 'approval' ->> 'approval_id' = v_approval
-        ORDER BY e.seq LIMIT 1;
-    END IF;
-    IF v_id IS NULL AND v_proposal IS NOT NULL THEN
-        SELECT e.id INTO v_id FROM trovesnap.plugin_events e
-        WHERE e.correlation_id = v_corr AND e.outcome = 'success' AND e.body ->> 'action' = 'mcp_tool_called'
-          AND coalesce(e.body -> 'related' -> 'proposal_ids', '[]') ? v_proposal
-        ORDER BY e.seq LIMIT 1;
-    END IF;
-    IF v_id = p_event ->> 'id' THEN
-        RETURN NULL;
-    END IF;
-    RETURN v_id;
-END
-$$;
-
--- finish_write commits a write's plugin_event (outcome success, the records
--- it names, its latency, its cause) and its idempotency row, and returns the
--- RPC's answer.
-CREATE FUNCTION trovesnap.finish_write(p trovesnap.principal, p_tool text, p_tool_major integer, p_key text,
-                                       p_fingerprint text, p_event jsonb, p_started_at timestamptz, p_result jsonb,
-                                       p_related jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_now   timestamptz := now();
-    v_event jsonb;
-BEGIN
-    v_event := p_event || jsonb_build_object('outcome', 'success', 'related', p_related, 'tenant_id', p.tenant_id);
-    IF p_started_at IS NOT NULL THEN
-        v_event := jsonb_set(v_event, '{metrics}', coalesce(v_event -> 'metrics', '{}'::jsonb) || jsonb_build_object(
-            'latency_ms', round((greatest(extract(epoch FROM clock_timestamp() - p_started_at), 0) * 1000)::numeric, 3)));
-    END IF;
-    IF v_event -> 'causation_id' IS NULL OR jsonb_typeof(v_event -> 'causation_id') = 'null' THEN
-        v_event := v_event || jsonb_build_object('causation_id', trovesnap.event_cause(v_event));
-    END IF;
-    PERFORM trovesnap.record_event(v_event);
-    INSERT INTO trovesnap.idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint, result, event_id,
-                                            created_at, expires_at)
-    VALUES (p.tenant_id, p.client_id, p_tool, p_tool_major, p_key, p_fingerprint,
-            jsonb_build_object('result', p_result, 'related', p_related, 'event_id', p_event ->> 'id'),
-            p_event ->> 'id', v_now, v_now + interval '24 hours');
-    RETURN jsonb_build_object('replayed', false, 'result', p_result, 'related', p_related, 'event_id', p_event ->> 'id');
-END
-$$;
 
 -- require_assigned: a sale-scoped member reaches only its assigned sales (§4.3).
 CREATE FUNCTION trovesnap.require_assigned(p trovesnap.principal, p_sale_id text, p_kind text, p_id text) RETURNS void
@@ -268,12 +121,8 @@ $$;
 CREATE FUNCTION trovesnap.item_state(i trovesnap.items) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-        SELECT (trovesnap.item_json(i) - 'internal_price_guidance_cents' - 'cost_basis_cents' - 'appraisal_flag' - 'staff_notes')
-            || jsonb_build_object('photos', coalesce((
-            SELECT jsonb_agg(jsonb_build_object('id', ph.id, 'item_id', ph.item_id, 'storage_key', ph.storage_key,
-                       'width', ph.width, 'height', ph.height, 'position', ph.position, 'published', ph.published)
-                   ORDER BY ph.position, ph.id)
-            FROM trovesnap.item_photos ph WHERE ph.tenant_id = i.tenant_id AND ph.item_id = i.id), '[]'))
+        SELECT trovesnap.item_detail_json(i, true, false)
+               - 'internal_price_guidance_cents' - 'cost_basis_cents' - 'appraisal_flag' - 'staff_notes'
     $$;
 
 -- item_ready: the publication checklist (domain.PublicationReadiness).
@@ -297,7 +146,10 @@ CREATE FUNCTION trovesnap.max_bulk_targets(p trovesnap.principal) RETURNS intege
 -- target_version: the current version of a target by its id prefix (the
 -- tenant context bounds it); NULL when there is none. With p_lock the row
 -- stays locked until commit, so what is checked is what the domain
--- function then changes.
+-- function then changes. A staged export (migration 9's tables) that can
+-- still be delivered (staged or delivery_proposed, no delivery queued) is
+-- at domain.ExportVersion, 1; any other has no version, so a proposal bound
+-- to it is refused (invalid_reference target) like the store's.
 CREATE FUNCTION trovesnap.target_version(p_id text, p_lock boolean) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -322,6 +174,12 @@ BEGIN
         ELSE
             SELECT c.version INTO v FROM trovesnap.inventory_candidates c WHERE c.id = p_id;
         END IF;
+    ELSIF p_id ~ '^export_' THEN
+        IF p_lock THEN
+            PERFORM 1 FROM trovesnap.export_drafts e WHERE e.id = p_id FOR UPDATE;
+        END IF;
+        SELECT 1 INTO v FROM trovesnap.export_drafts e
+        WHERE e.id = p_id AND e.status IN ('staged', 'delivery_proposed') AND NOT trovesnap.export_delivery_queued(p_id);
     END IF;
     RETURN v;
 END
@@ -453,10 +311,16 @@ $$;
 -- from, for the calling client: the database's now, the client's bulk
 -- limit, and the targets (each visible in the client's tenant, else
 -- invalid_reference; in an assigned sale for a sale-scoped member, else
--- sale_assignment). A used key answers its stored result first (replay) or
--- idempotency_conflict, as the write would. It writes nothing.
+-- sale_assignment). p_fields are the draft's fields the builders need
+-- besides the targets: the bulk changes (checked before any target is
+-- read, as the store does), the tag to bind, the imported status a
+-- transition reviews; for those actions it also answers the facts of the
+-- tag and of the status candidate, and a sale's aggregated demand. A used
+-- key answers its stored result first (replay) or idempotency_conflict, as
+-- the write would. It writes nothing.
 CREATE FUNCTION public.mcp_proposal_state(p_credential_hash text, p_tool text, p_tool_major integer, p_key text,
-                                          p_fingerprint text, p_action text, p_target_ids jsonb) RETURNS jsonb
+                                          p_fingerprint text, p_action text, p_target_ids jsonb,
+                                          p_fields jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -469,6 +333,7 @@ DECLARE
     v_state  jsonb;
     v_items  jsonb := '[]';
     v_sales  jsonb := '{}';
+    v_fields jsonb := coalesce(p_fields, '{}'::jsonb);
     c        trovesnap.inventory_candidates;
     i        trovesnap.items;
     s        trovesnap.estate_sales;
@@ -476,26 +341,22 @@ BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_mcp');
     p := trovesnap.lookup_client(p_credential_hash);
     PERFORM set_config('trovesnap.tenant_id', p.tenant_id, true);
-    IF coalesce(p_key, '') <> '' AND coalesce(p_tool, '') <> '' AND coalesce(p_fingerprint, '') <> '' AND p_tool_major IS NOT NULL THEN
-        v_replay := trovesnap.idem_replay(p, p_tool, p_tool_major, p_key, p_fingerprint, false);
-        IF v_replay IS NOT NULL THEN
-            RETURN v_replay;
-        END IF;
+    v_replay := trovesnap.state_replay(p, p_tool, p_tool_major, p_key, p_fingerprint);
+    IF v_replay IS NOT NULL THEN
+        RETURN v_replay;
     END IF;
     PERFORM trovesnap.require_active(p);
     -- A proposal reads its targets like a tenant read: the proposal group or
     -- the read group, and proposal.create (the write checks the group).
-    IF NOT (coalesce(p.groups, '{}') && ARRAY['action_proposal', 'tenant_read']) THEN
-        PERFORM trovesnap.fail('permission_denied:action_proposal');
-    END IF;
-    IF NOT trovesnap.has_perm(p.role, 'proposal.create') THEN
-        PERFORM trovesnap.fail('permission_denied:proposal.create');
-    END IF;
+    PERFORM trovesnap.require_any_access(p, ARRAY['action_proposal', 'tenant_read'], ARRAY['proposal.create']);
     IF trovesnap.action_tool(p_action) IS NULL THEN
         PERFORM trovesnap.fail('invalid_input:action', 'not available in live mode');
     END IF;
     IF jsonb_typeof(p_target_ids) IS DISTINCT FROM 'array' THEN
         PERFORM trovesnap.fail('invalid_input:targets', 'a list of ids');
+    END IF;
+    IF jsonb_typeof(v_fields) IS DISTINCT FROM 'object' THEN
+        PERFORM trovesnap.fail('invalid_input:fields', 'an object');
     END IF;
     v_ids := ARRAY(SELECT jsonb_array_elements_text(p_target_ids));
     v_max := trovesnap.max_bulk_targets(p);
@@ -528,6 +389,34 @@ BEGIN
         PERFORM trovesnap.require_assigned(p, v_id, 'sale', v_id);
         SELECT * INTO s FROM trovesnap.estate_sales es WHERE es.id = v_id;
         v_state := v_state || jsonb_build_object('sale', trovesnap.sale_json(s));
+    WHEN 'bulk_item_update', 'status_transition', 'archive_item', 'bind_identity', 'release_identity', 'disposition_action' THEN
+        IF p_action = 'bulk_item_update' THEN
+            PERFORM trovesnap.check_bulk_changes(p, v_fields -> 'changes');
+        END IF;
+        v_state := v_state || jsonb_build_object('items', trovesnap.item_targets(p, v_ids));
+        IF p_action IN ('status_transition', 'archive_item') AND coalesce(v_fields ->> 'status_candidate_id', '') <> '' THEN
+            v_state := v_state || jsonb_build_object('status_candidate',
+                trovesnap.status_candidate_facts(v_fields ->> 'status_candidate_id'));
+        END IF;
+        IF p_action = 'bind_identity' THEN
+            v_state := v_state || jsonb_build_object('tag',
+                trovesnap.tag_facts(p.tenant_id, coalesce(v_fields ->> 'qr_code', ''), v_ids[1]));
+        END IF;
+    WHEN 'buyer_notification' THEN
+        v_id := v_ids[1];
+        IF v_id ~ '^item_[A-Za-z0-9]{1,40}$' THEN
+            v_items := trovesnap.item_targets(p, v_ids);
+            v_state := v_state || jsonb_build_object('items', v_items,
+                'demand', trovesnap.sale_demand(v_items -> 0 ->> 'sale_id'));
+        ELSE
+            PERFORM trovesnap.check_ref('estate_sales', 'sale_id', v_id);
+            SELECT * INTO s FROM trovesnap.estate_sales es WHERE es.id = v_id;
+            v_state := v_state || jsonb_build_object('sale', trovesnap.sale_json(s), 'demand', trovesnap.sale_demand(v_id));
+        END IF;
+    WHEN 'export_delivery' THEN
+        v_id := v_ids[1];
+        PERFORM trovesnap.check_ref('export_drafts', 'export_id', v_id);
+        v_state := v_state || jsonb_build_object('export', trovesnap.export_facts(v_id));
     END CASE;
     RETURN v_state;
 END
@@ -543,8 +432,10 @@ $$;
 -- tenant, with the executing tool and approval requirement of its action,
 -- created now and expiring within 24 hours; every target is visible, in an
 -- assigned sale, still at its expected version and still in a state the
--- action accepts. It is stored pending_approval; its content never changes
--- again (a trigger refuses it).
+-- action accepts, with the changes its builder makes (check_item_proposal
+-- for the item actions); a buyer notification's one target is published
+-- (an item) or published or live (a sale), with its plan. It is stored
+-- pending_approval; its content never changes again (a trigger refuses it).
 CREATE FUNCTION public.mcp_create_proposal(p_credential_hash text, p_tool text, p_tool_major integer, p_key text,
                                            p_fingerprint text, p_event jsonb, p_started_at timestamptz,
                                            p_proposal jsonb) RETURNS jsonb
@@ -565,6 +456,7 @@ DECLARE
     v_created timestamptz;
     v_expires timestamptz;
     v_target  text;
+    v_facts   jsonb;
     c         trovesnap.inventory_candidates;
     i         trovesnap.items;
     s         trovesnap.estate_sales;
@@ -633,8 +525,12 @@ BEGIN
     END IF;
     v_ids := ARRAY(SELECT jsonb_array_elements_text(p_proposal -> 'target_ids'));
     v_evids := ARRAY(SELECT ev ->> 'id' FROM jsonb_array_elements(p_proposal -> 'expected_versions') ev);
-    IF cardinality(v_ids) = 0 OR v_ids IS DISTINCT FROM v_evids
-       OR cardinality(v_ids) <> (SELECT count(DISTINCT x) FROM unnest(v_ids) x) THEN
+    -- (An export delivery is bound to its export AND to each valid item at
+    -- its staged version: its expected versions start with the export.)
+    IF cardinality(v_ids) = 0
+       OR (v_action <> 'export_delivery' AND v_ids IS DISTINCT FROM v_evids)
+       OR (v_action = 'export_delivery' AND (cardinality(v_ids) <> 1 OR v_evids[1] IS DISTINCT FROM v_ids[1]))
+       OR cardinality(v_evids) <> (SELECT count(DISTINCT x) FROM unnest(v_evids) x) THEN
         PERFORM trovesnap.fail('invalid_input:expected_versions', 'give exactly one version per target');
     END IF;
     IF cardinality(v_ids) > trovesnap.max_bulk_targets(p) THEN
@@ -694,6 +590,60 @@ BEGIN
             PERFORM trovesnap.fail('transition_invalid', format('sale %s is %s', v_target, s.status));
         END IF;
         v_sales := ARRAY[v_target];
+    WHEN 'bulk_item_update', 'status_transition', 'archive_item', 'bind_identity', 'release_identity', 'disposition_action' THEN
+        v_kind := 'item';
+        PERFORM trovesnap.item_targets(p, v_ids);
+        PERFORM trovesnap.check_versions(p_proposal -> 'expected_versions', false);
+        PERFORM trovesnap.check_item_proposal(p, v_action, v_ids, p_proposal -> 'changes');
+        v_sales := ARRAY(SELECT DISTINCT it.sale_id FROM trovesnap.items it WHERE it.id = ANY (v_ids) ORDER BY 1);
+    WHEN 'buyer_notification' THEN
+        IF cardinality(v_ids) <> 1 THEN
+            PERFORM trovesnap.fail('invalid_input:targets', 'one item or one sale');
+        END IF;
+        v_target := v_ids[1];
+        IF v_target ~ '^item_[A-Za-z0-9]{1,40}$' THEN
+            v_kind := 'item';
+            PERFORM trovesnap.item_targets(p, v_ids);
+            PERFORM trovesnap.check_versions(p_proposal -> 'expected_versions', false);
+            SELECT * INTO i FROM trovesnap.items it WHERE it.id = v_target;
+            IF i.status <> 'published' THEN
+                PERFORM trovesnap.fail('transition_invalid', format('item %s is %s: only published items are announced', v_target, i.status));
+            END IF;
+            v_sales := ARRAY[i.sale_id];
+        ELSE
+            v_kind := 'sale';
+            PERFORM trovesnap.check_ref('estate_sales', 'sale_id', v_target);
+            PERFORM trovesnap.check_versions(p_proposal -> 'expected_versions', false);
+            SELECT * INTO s FROM trovesnap.estate_sales es WHERE es.id = v_target;
+            IF s.status NOT IN ('published', 'live') THEN
+                PERFORM trovesnap.fail('transition_invalid', format('sale %s is %s: only published sales are announced', v_target, s.status));
+            END IF;
+            v_sales := ARRAY[v_target];
+        END IF;
+        IF jsonb_typeof(p_proposal -> 'notification') IS DISTINCT FROM 'object' THEN
+            PERFORM trovesnap.fail('invalid_input:notification', 'a notification proposal carries its reviewable plan');
+        END IF;
+    WHEN 'export_delivery' THEN
+        v_kind := 'export';
+        v_target := v_ids[1];
+        PERFORM trovesnap.check_ref('export_drafts', 'export_id', v_target);
+        v_facts := trovesnap.export_facts(v_target);
+        IF v_facts ->> 'status' NOT IN ('staged', 'delivery_proposed') THEN
+            PERFORM trovesnap.fail('transition_invalid', format('export %s is %s: only a staged export can be delivered',
+                                                                v_target, v_facts ->> 'status'));
+        END IF;
+        IF (v_facts ->> 'valid_count')::integer = 0 OR jsonb_array_length(v_facts -> 'rows') = 0 THEN
+            PERFORM trovesnap.fail('transition_invalid', format('export %s has no item that passes %s''s checks',
+                                                                v_target, v_facts ->> 'channel'));
+        END IF;
+        IF p_proposal -> 'expected_versions' IS DISTINCT FROM
+           jsonb_build_array(jsonb_build_object('id', v_target, 'version', 1)) || (
+               SELECT jsonb_agg(jsonb_build_object('id', r ->> 'item_id', 'version', (r ->> 'staged_version')::integer) ORDER BY n)
+               FROM jsonb_array_elements(v_facts -> 'rows') WITH ORDINALITY AS x(r, n)) THEN
+            PERFORM trovesnap.fail('invalid_input:expected_versions', 'the export, then each valid item at its staged version');
+        END IF;
+        PERFORM trovesnap.check_versions(p_proposal -> 'expected_versions', false);
+        v_sales := ARRAY(SELECT DISTINCT r ->> 'sale_id' FROM jsonb_array_elements(v_facts -> 'rows') r ORDER BY 1);
     END CASE;
     IF p_proposal ->> 'target_kind' IS DISTINCT FROM v_kind THEN
         PERFORM trovesnap.fail('invalid_input:target_kind', 'must be ' || v_kind);
@@ -738,11 +688,8 @@ DECLARE
     pr trovesnap.proposals;
 BEGIN
     p := trovesnap.enter_any_group(p_credential_hash, ARRAY['tenant_read', 'action_proposal', 'controlled_action'], NULL);
+    PERFORM trovesnap.check_ref('proposals', 'proposal_id', p_proposal_id);
     SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = p_proposal_id;
-    IF NOT FOUND THEN
-        PERFORM trovesnap.fail('invalid_reference:proposal_id',
-            jsonb_build_object('id', p_proposal_id, 'cross_tenant', trovesnap.proposal_owner(p_proposal_id) IS NOT NULL)::text);
-    END IF;
     RETURN trovesnap.proposal_json(pr);
 END
 $$;
@@ -784,6 +731,9 @@ $$;
 --   5. every target still at its expected version;
 --   6. the domain function; the proposal executed; the event (with its
 --      cause) and the idempotency row.
+-- An item action runs on each frozen target in order; a buyer notification
+-- or an export delivery queues its one outbound request (migration 10) and
+-- reports its targets 'queued'.
 -- Two servers executing one grant serialise on the proposal's row lock:
 -- exactly one executes, the other finds it executed (approval_consumed).
 -- Any refusal rolls back everything, the consumption included.
@@ -829,10 +779,19 @@ BEGIN
         RETURN v_replay;
     END IF;
     PERFORM trovesnap.require_active(p);
+    -- The permissions of each tool (catalog/actions.go).
     v_perms := CASE p_tool
         WHEN 'trove_execute_candidate_promotion' THEN ARRAY['candidate.read', 'item.create_candidate']
         WHEN 'trove_publish_item' THEN ARRAY['item.publish']
-        WHEN 'trove_publish_sale' THEN ARRAY['sale.publish'] END;
+        WHEN 'trove_publish_sale' THEN ARRAY['sale.publish']
+        WHEN 'trove_update_item_status' THEN ARRAY['item.update_status']
+        WHEN 'trove_archive_item' THEN ARRAY['item.update_status']
+        WHEN 'trove_apply_bulk_item_update' THEN ARRAY['item.update_price']
+        WHEN 'trove_bind_item_identity' THEN ARRAY['item.bind_identity']
+        WHEN 'trove_release_item_identity' THEN ARRAY['item.bind_identity']
+        WHEN 'trove_apply_disposition_action' THEN ARRAY['disposition.apply']
+        WHEN 'trove_notify_matched_buyers' THEN ARRAY['buyer.notify']
+        WHEN 'trove_deliver_export' THEN ARRAY['export.deliver'] END;
     IF v_perms IS NULL THEN
         PERFORM trovesnap.fail('invalid_input:tool', 'not a controlled action available in live mode');
     END IF;
@@ -845,7 +804,7 @@ BEGIN
     SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = p_proposal_id FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM trovesnap.fail('invalid_reference:proposal_id',
-            jsonb_build_object('id', p_proposal_id, 'cross_tenant', trovesnap.proposal_owner(p_proposal_id) IS NOT NULL)::text);
+            jsonb_build_object('id', p_proposal_id, 'cross_tenant', trovesnap.owner_of('proposals', p_proposal_id) IS NOT NULL)::text);
     END IF;
     IF v_hash = '' OR pr.proposal_hash <> v_hash THEN
         PERFORM trovesnap.fail('proposal_changed', 'proposal ' || pr.id);
@@ -950,6 +909,25 @@ BEGIN
         v_target := pr.body -> 'target_ids' ->> 0;
         v_version := trovesnap.publish_sale(pr, v_target);
         v_results := jsonb_build_array(jsonb_build_object('target_id', v_target, 'outcome', 'applied', 'new_version', v_version));
+    WHEN 'status_transition', 'archive_item', 'bulk_item_update', 'bind_identity', 'release_identity', 'disposition_action' THEN
+        FOR v_target IN SELECT jsonb_array_elements_text(pr.body -> 'target_ids')
+        LOOP
+            v_version := trovesnap.apply_item_action(pr, v_target);
+            v_results := v_results || jsonb_build_array(jsonb_build_object('target_id', v_target, 'outcome', 'applied',
+                                                                           'new_version', v_version));
+        END LOOP;
+        v_related := v_related || jsonb_build_object('item_ids', pr.body -> 'target_ids');
+    WHEN 'buyer_notification' THEN
+        PERFORM trovesnap.notify_matched_buyers(pr);
+        v_results := jsonb_build_array(jsonb_build_object('target_id', pr.body -> 'target_ids' ->> 0, 'outcome', 'queued',
+                                                          'new_version', NULL));
+    WHEN 'export_delivery' THEN
+        PERFORM trovesnap.deliver_export(pr);
+        SELECT jsonb_agg(jsonb_build_object('target_id', ev ->> 'id', 'outcome', 'queued', 'new_version', NULL) ORDER BY n)
+        INTO v_results FROM jsonb_array_elements(pr.body -> 'expected_versions') WITH ORDINALITY AS x(ev, n);
+        v_related := v_related || jsonb_build_object('item_ids', coalesce((
+            SELECT jsonb_agg(ev ->> 'id' ORDER BY n) FROM jsonb_array_elements(pr.body -> 'expected_versions') WITH ORDINALITY AS x(ev, n)
+            WHERE n > 1), '[]'::jsonb));
     ELSE
         PERFORM trovesnap.fail('transition_invalid', format('%s is not executed in live mode', pr.action));
     END CASE;
@@ -966,246 +944,14 @@ BEGIN
 END
 $$;
 
--- ---------------------------------------------------------------------------
--- Seller RPCs: human grants under the signed-in seller's JWT
--- ---------------------------------------------------------------------------
-
--- approver_enter starts a grant RPC: role authenticated, the TroveSnap user
--- linked to the JWT's `sub`, which must be p_actor_id (a session acts only
--- as its own user), a member of p_tenant_id holding approval.grant. It sets
--- the tenant context and returns the member's role.
-CREATE FUNCTION trovesnap.approver_enter(p_tenant_id text, p_actor_id text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_sub  text := nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub';
-    v_user text;
-    v_role text;
-BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    IF coalesce(v_sub, '') = '' THEN
-        PERFORM trovesnap.fail('auth_required');
-    END IF;
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT u.id INTO v_user FROM trovesnap.users u WHERE u.auth_subject = v_sub;
-    SELECT m.role INTO v_role FROM trovesnap.memberships m WHERE m.tenant_id = p_tenant_id AND m.user_id = v_user;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    IF v_user IS NULL THEN
-        PERFORM trovesnap.fail('permission_denied:user', 'the signed-in account is not linked to a TroveSnap user');
-    END IF;
-    IF coalesce(p_actor_id, '') <> v_user THEN
-        PERFORM trovesnap.fail('permission_denied:actor_id', 'a seller session acts only as its signed-in user');
-    END IF;
-    IF v_role IS NULL OR NOT trovesnap.has_perm(v_role, 'approval.grant') THEN
-        PERFORM trovesnap.fail('permission_denied:approval.grant');
-    END IF;
-    PERFORM set_config('trovesnap.tenant_id', p_tenant_id, true);
-    RETURN v_role;
-END
-$$;
-
--- record_approval_event records a human approval decision about a proposal
--- as a plugin_event under the proposal's correlation id, as the embedded
--- store's approvalEvent does: the requesting client by name, the proposal's
--- tool, requirement and hash, the issuer as the grant records it, the
--- actor's role and the permission the decision needed, and its cause.
-CREATE FUNCTION trovesnap.record_approval_event(pr trovesnap.proposals, p_actor text, p_role text, p_action text,
-                                                p_decision text, g trovesnap.approval_grants) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_client jsonb := jsonb_build_object('id', pr.requested_by_client);
-    v_event  jsonb;
-BEGIN
-    SELECT jsonb_build_object('id', c.id, 'name', c.name, 'type', c.client_type) INTO v_client
-    FROM trovesnap.mcp_clients c WHERE c.id = pr.requested_by_client;
-    v_event := jsonb_build_object(
-        'id', trovesnap.new_id('event'), 'tenant_id', pr.tenant_id, 'correlation_id', pr.correlation_id,
-        'causation_id', NULL, 'request_id', '', 'server_request_id', '', 'mode', 'live',
-        'plugin', jsonb_build_object('type', 'mcp', 'id', 'trovesnap', 'version', 'approval'),
-        'client', coalesce(v_client, jsonb_build_object('id', pr.requested_by_client, 'name', '')),
-        'tool', jsonb_build_object('name', pr.tool_name, 'version', coalesce(pr.body -> 'tool' ->> 'version', '')),
-        'actor', jsonb_build_object('id', p_actor, 'type', 'seller', 'role', p_role),
-        'action', p_action, 'outcome', 'success',
-        'related', trovesnap.empty_related() || jsonb_build_object('proposal_ids', jsonb_build_array(pr.id)),
-        'payload', jsonb_build_object('input_hash', pr.proposal_hash,
-                                      'redacted_summary', jsonb_build_object('proposal_id', pr.id)),
-        'approval', jsonb_build_object('proposal_id', pr.id, 'approval_id', g.id, 'decision', p_decision,
-            'requirement', coalesce(pr.body ->> 'approval_requirement', ''),
-            'proposal_hash', coalesce(g.proposal_hash, pr.proposal_hash),
-            'issued_by', CASE WHEN g.id IS NOT NULL THEN trovesnap.grant_json(g) -> 'issued_by'
-                              ELSE jsonb_build_object('type', 'human', 'actor_id', p_actor) END),
-        'metrics', jsonb_build_object('latency_ms', 0, 'estimated_cost_usd', 0),
-        'impact', jsonb_build_object('type', p_action, 'material', true, 'canonical_state_changed', false,
-                                     'public_state_changed', false),
-        'occurred_at', trovesnap.ts(now()),
-        'permissions', jsonb_build_array('approval.grant'),
-        'domain', jsonb_build_object('service', 'approval', 'operation', p_action));
-    v_event := v_event || jsonb_build_object('causation_id', trovesnap.event_cause(v_event));
-    PERFORM trovesnap.record_event(v_event);
-END
-$$;
-
--- seller_issue_grant records a human grant, as the embedded store's
--- IssueGrant does: a human issuer naming its actor and surface; the
--- signed-in seller is that actor and holds approval.grant in the tenant;
--- the proposal is the tenant's, pending, unexpired and still has the hash
--- the seller reviewed; the grant is for the proposal's own tool. A grant is
--- single use, active, and never outlives its proposal. The proposal becomes
--- approved and an approval_granted event joins its correlation.
-CREATE FUNCTION public.seller_issue_grant(p_tenant_id text, p_actor_id text, p_grant jsonb) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_now     timestamptz := now();
-    v_role    text;
-    v_id      text;
-    v_issued  timestamptz;
-    v_expires timestamptz;
-    pr        trovesnap.proposals;
-    g         trovesnap.approval_grants;
-BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    IF jsonb_typeof(p_grant) IS DISTINCT FROM 'object' THEN
-        PERFORM trovesnap.fail('invalid_input:grant', 'an object is required');
-    END IF;
-    IF p_grant -> 'issued_by' ->> 'type' IS DISTINCT FROM 'human' OR coalesce(p_grant -> 'issued_by' ->> 'actor_id', '') = ''
-       OR coalesce(p_grant -> 'issued_by' ->> 'surface', '') = '' THEN
-        PERFORM trovesnap.fail('invalid_input:issued_by', 'a human grant names its actor and surface');
-    END IF;
-    IF p_grant -> 'issued_by' ->> 'actor_id' <> coalesce(p_actor_id, '') OR coalesce(p_grant ->> 'tenant_id', '') <> coalesce(p_tenant_id, '') THEN
-        PERFORM trovesnap.fail('permission_denied:actor_id', 'a seller session acts only as its signed-in user');
-    END IF;
-    v_role := trovesnap.approver_enter(p_tenant_id, p_actor_id);
-
-    SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = p_grant ->> 'proposal_id' FOR UPDATE;
-    IF NOT FOUND THEN
-        PERFORM trovesnap.fail('invalid_reference:proposal_id',
-            jsonb_build_object('id', coalesce(p_grant ->> 'proposal_id', ''), 'cross_tenant', false)::text);
-    END IF;
-    IF pr.proposal_hash IS DISTINCT FROM p_grant ->> 'proposal_hash' THEN
-        PERFORM trovesnap.fail('proposal_changed', format('proposal %s changed', pr.id));
-    ELSIF pr.status <> 'pending_approval' THEN
-        PERFORM trovesnap.fail('transition_invalid', format('proposal %s is %s', pr.id, pr.status));
-    ELSIF v_now >= pr.expires_at THEN
-        PERFORM trovesnap.fail('approval_expired', format('proposal %s expired', pr.id));
-    ELSIF p_grant ->> 'tool' IS DISTINCT FROM pr.tool_name THEN
-        PERFORM trovesnap.fail('invalid_input:tool', 'a grant is for the proposal''s own tool');
-    END IF;
-
-    v_id := coalesce(nullif(p_grant ->> 'id', ''), trovesnap.new_id('approval'));
-    IF v_id !~ '^approval_[A-Za-z0-9]{1,40}$' THEN
-        PERFORM trovesnap.fail('invalid_input:id', 'not an approval id');
-    END IF;
-    IF coalesce(p_grant ->> 'status', 'active') NOT IN ('', 'active') THEN
-        PERFORM trovesnap.fail('invalid_input:status', 'a new grant is active');
-    END IF;
-    IF coalesce((p_grant ->> 'single_use')::boolean, true) IS NOT TRUE THEN
-        PERFORM trovesnap.fail('invalid_input:single_use', 'a human grant is single use');
-    END IF;
-    IF jsonb_typeof(p_grant -> 'target_ids') IS DISTINCT FROM 'array' THEN
-        PERFORM trovesnap.fail('invalid_input:target_ids', 'the targets the grant covers');
-    END IF;
-    BEGIN
-        v_issued := coalesce((p_grant ->> 'issued_at')::timestamptz, v_now);
-        v_expires := (p_grant ->> 'expires_at')::timestamptz;
-    EXCEPTION WHEN others THEN
-        PERFORM trovesnap.fail('invalid_input:expiry', 'not a timestamp');
-    END;
-    IF v_issued > v_now + interval '5 minutes' THEN
-        PERFORM trovesnap.fail('invalid_input:issued_at', 'a grant is issued now');
-    END IF;
-    IF v_expires IS NULL OR v_expires <= v_issued THEN
-        PERFORM trovesnap.fail('invalid_input:expiry', 'after the grant is issued');
-    END IF;
-    IF v_expires > pr.expires_at THEN
-        PERFORM trovesnap.fail('invalid_input:expiry', 'a grant never outlives its proposal');
-    END IF;
-
-    INSERT INTO trovesnap.approval_grants (id, tenant_id, proposal_id, proposal_hash, issuer_type, issuer_actor,
-        issuer_surface, tool, target_ids, constraints, status, single_use, issued_at, expires_at)
-    VALUES (v_id, pr.tenant_id, pr.id, pr.proposal_hash, 'human', p_actor_id, p_grant -> 'issued_by' ->> 'surface',
-        pr.tool_name, ARRAY(SELECT jsonb_array_elements_text(p_grant -> 'target_ids')),
-        jsonb_build_object('maximum_items', coalesce((p_grant -> 'constraints' ->> 'maximum_items')::integer, 0),
-                           'maximum_cost_usd', coalesce((p_grant -> 'constraints' ->> 'maximum_cost_usd')::numeric, 0),
-                           'allow_publication', coalesce((p_grant -> 'constraints' ->> 'allow_publication')::boolean, false),
-                           'allow_notifications', coalesce((p_grant -> 'constraints' ->> 'allow_notifications')::boolean, false)),
-        'active', true, v_issued, v_expires)
-    RETURNING * INTO g;
-    UPDATE trovesnap.proposals SET status = 'approved', decided_by = p_actor_id WHERE id = pr.id;
-    PERFORM trovesnap.record_approval_event(pr, p_actor_id, v_role, 'approval_granted', 'allowed', g);
-    RETURN trovesnap.grant_json(g);
-END
-$$;
-
--- seller_revoke_grant revokes an active grant of the tenant: it can never
--- authorise afterwards; an approved proposal is pending again. The
--- signed-in seller must be p_actor_id and hold approval.grant.
-CREATE FUNCTION public.seller_revoke_grant(p_tenant_id text, p_grant_id text, p_actor_id text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_role text;
-    g      trovesnap.approval_grants;
-    pr     trovesnap.proposals;
-BEGIN
-    v_role := trovesnap.approver_enter(p_tenant_id, p_actor_id);
-    SELECT * INTO g FROM trovesnap.approval_grants x WHERE x.id = p_grant_id;
-    IF NOT FOUND THEN
-        PERFORM trovesnap.fail('invalid_reference:grant', jsonb_build_object('id', coalesce(p_grant_id, ''), 'cross_tenant', false)::text);
-    END IF;
-    -- The proposal first, then the grant: the order an execution locks them
-    -- in, so a revocation racing an execution waits instead of deadlocking.
-    SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = g.proposal_id FOR UPDATE;
-    SELECT * INTO g FROM trovesnap.approval_grants x WHERE x.id = p_grant_id FOR UPDATE;
-    IF g.status <> 'active' THEN
-        PERFORM trovesnap.fail('transition_invalid', format('grant %s is %s', g.id, g.status));
-    END IF;
-    UPDATE trovesnap.approval_grants SET status = 'revoked', revoked_at = now(), revoked_by = p_actor_id
-    WHERE id = g.id RETURNING * INTO g;
-    IF pr.status = 'approved' THEN
-        UPDATE trovesnap.proposals SET status = 'pending_approval' WHERE id = pr.id;
-    END IF;
-    PERFORM trovesnap.record_approval_event(pr, p_actor_id, v_role, 'approval_revoked', 'revoked', g);
-    RETURN trovesnap.grant_json(g);
-END
-$$;
-
 -- Nothing here is executable but by its owner, except the RPCs granted below.
-DO $$
-DECLARE
-    f regprocedure;
-    r text;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
-             WHERE p.proowner = 'trovesnap_owner'::regrole
-               AND p.proname IN ('proposal_status', 'proposal_json', 'grant_json', 'policy_json', 'policy_usage',
-                                 'proposal_owner', 'action_tool', 'enter_any_group', 'check_write_meta', 'idem_replay',
-                                 'event_cause', 'finish_write', 'require_assigned', 'item_state', 'item_ready',
-                                 'max_bulk_targets', 'target_version', 'check_versions', 'promote_inventory_candidate',
-                                 'publish_item', 'publish_sale', 'mcp_proposal_state', 'mcp_create_proposal',
-                                 'mcp_get_proposal', 'mcp_approval_state', 'mcp_execute_proposal', 'approver_enter',
-                                 'record_approval_event', 'seller_issue_grant', 'seller_revoke_grant')
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role']
-        LOOP
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
-            END IF;
-        END LOOP;
-    END LOOP;
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-        GRANT EXECUTE ON FUNCTION public.seller_issue_grant(text, text, jsonb), public.seller_revoke_grant(text, text, text)
-            TO authenticated;
-    END IF;
-END
-$$;
+SELECT trovesnap.revoke_execute(ARRAY[
+    'proposal_status', 'proposal_json', 'grant_json', 'policy_json', 'policy_usage', 'action_tool',
+    'require_assigned', 'item_state', 'item_ready', 'max_bulk_targets', 'target_version', 'check_versions',
+    'promote_inventory_candidate', 'publish_item', 'publish_sale', 'mcp_proposal_state', 'mcp_create_proposal',
+    'mcp_get_proposal', 'mcp_approval_state', 'mcp_execute_proposal']);
 GRANT EXECUTE ON FUNCTION
-    public.mcp_proposal_state(text, text, integer, text, text, text, jsonb),
+    public.mcp_proposal_state(text, text, integer, text, text, text, jsonb, jsonb),
     public.mcp_create_proposal(text, text, integer, text, text, jsonb, timestamptz, jsonb),
     public.mcp_get_proposal(text, text),
     public.mcp_approval_state(text, text, text),

@@ -17,9 +17,9 @@
 --     audit trail; approval.grant to deny; policy.manage to create or change
 --     a policy (the same permissions the embedded store checks).
 -- Errors are trovesnap.fail codes (internal/live/rpc.go maps them). Grants
--- themselves are issued and revoked by seller_issue_grant and
--- seller_revoke_grant in migration 6, next to the execution that consumes
--- them; the client and limits RPCs are migration 8.
+-- are issued and revoked here too (seller_issue_grant, seller_revoke_grant);
+-- the execution that consumes them is migration 6's; the client and limits
+-- RPCs are migration 8, on the same helpers.
 
 SET ROLE trovesnap_owner;
 
@@ -84,6 +84,35 @@ BEGIN
 END
 $$;
 
+-- seller_in: the membership of the signed-in user p_user_id in p_tenant_id,
+-- holding p_perm when one is named (else permission_denied:<perm>),
+-- becomes the request context. No such membership (or no tenant): the
+-- caller's refusal p_refusal — an invalid_reference:<field> carries
+-- {id: p_ref_id, cross_tenant: false} (a record of a tenant the user is
+-- not a member of answers exactly like a missing one), any other code no
+-- detail. Every seller entry below ends here.
+CREATE FUNCTION trovesnap.seller_in(p_user_id text, p_tenant_id text, p_perm text, p_refusal text,
+                                    p_ref_id text) RETURNS trovesnap.seller_ctx
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    s trovesnap.seller_ctx;
+BEGIN
+    s := trovesnap.seller_member_of(p_user_id, p_tenant_id);
+    IF s.membership_id IS NULL THEN
+        IF p_refusal LIKE 'invalid_reference:%' THEN
+            PERFORM trovesnap.fail(p_refusal, jsonb_build_object('id', p_ref_id, 'cross_tenant', false)::text);
+        END IF;
+        PERFORM trovesnap.fail(p_refusal);
+    END IF;
+    IF p_perm IS NOT NULL AND NOT trovesnap.has_perm(s.role, p_perm) THEN
+        PERFORM trovesnap.fail('permission_denied:' || p_perm);
+    END IF;
+    PERFORM set_config('trovesnap.tenant_id', s.tenant_id, true);
+    RETURN s;
+END
+$$;
+
 -- seller_enter starts a seller RPC in a tenant: role authenticated, the
 -- linked user of the JWT, a membership in p_tenant_id (else
 -- permission_denied:tenant_id) and, when p_perm is given, that permission
@@ -94,22 +123,13 @@ CREATE FUNCTION trovesnap.seller_enter(p_tenant_id text, p_perm text) RETURNS tr
     AS $$
 DECLARE
     u trovesnap.users;
-    s trovesnap.seller_ctx;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
     u := trovesnap.seller_linked_user();
     IF coalesce(p_tenant_id, '') = '' THEN
         PERFORM trovesnap.fail('invalid_input:tenant_id', 'required');
     END IF;
-    s := trovesnap.seller_member_of(u.id, p_tenant_id);
-    IF s.membership_id IS NULL THEN
-        PERFORM trovesnap.fail('permission_denied:tenant_id');
-    END IF;
-    IF p_perm IS NOT NULL AND NOT trovesnap.has_perm(s.role, p_perm) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_perm);
-    END IF;
-    PERFORM set_config('trovesnap.tenant_id', s.tenant_id, true);
-    RETURN s;
+    RETURN trovesnap.seller_in(u.id, p_tenant_id, p_perm, 'permission_denied:tenant_id', NULL);
 END
 $$;
 
@@ -126,92 +146,60 @@ BEGIN
 END
 $$;
 
--- seller_tenant_of: the tenant of a record of p_table by id, whatever the
--- context (NULL when none). Callers answer a record of a tenant the seller
--- is not a member of exactly like a missing one.
-CREATE FUNCTION trovesnap.seller_tenant_of(p_table text, p_id text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    t text;
-BEGIN
-    IF p_table NOT IN ('automation_policies') THEN
-        RAISE EXCEPTION 'seller_tenant_of: table % is not looked up by id', p_table;
-    END IF;
-    PERFORM set_config('trovesnap.system', 'on', true);
-    EXECUTE format('SELECT tenant_id FROM trovesnap.%I WHERE id = $1', p_table) INTO t USING p_id;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    RETURN t;
-END
-$$;
-
--- seller_enter_policy: seller_enter in the tenant of a policy the seller
--- is a member of; a missing policy and one of another tenant are the same
--- invalid_reference:policy.
-CREATE FUNCTION trovesnap.seller_enter_policy(p_policy_id text, p_perm text) RETURNS trovesnap.seller_ctx
+-- seller_enter_record: seller_enter in the tenant of a record of p_table (a
+-- policy, a client) that the seller is a member of; a missing record and
+-- one of another tenant are the same invalid_reference:<p_field> {id: p_id}.
+CREATE FUNCTION trovesnap.seller_enter_record(p_table text, p_field text, p_id text, p_perm text) RETURNS trovesnap.seller_ctx
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    u        trovesnap.users;
-    v_tenant text;
+    u trovesnap.users;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
     u := trovesnap.seller_linked_user();
-    v_tenant := trovesnap.seller_tenant_of('automation_policies', p_policy_id);
-    IF v_tenant IS NULL OR (trovesnap.seller_member_of(u.id, v_tenant)).membership_id IS NULL THEN
-        PERFORM trovesnap.fail('invalid_reference:policy',
-            jsonb_build_object('id', coalesce(p_policy_id, ''), 'cross_tenant', false)::text);
-    END IF;
-    RETURN trovesnap.seller_enter(v_tenant, p_perm);
+    RETURN trovesnap.seller_in(u.id, trovesnap.owner_of(p_table, coalesce(p_id, '')), p_perm, 'invalid_reference:' || p_field,
+                               p_id);
 END
 $$;
 
--- seller_proposal_status: a pending or approved proposal past its expiry is
--- expired (the stored status catches up lazily, as in the embedded store).
-CREATE FUNCTION trovesnap.seller_proposal_status(p trovesnap.proposals) RETURNS text
-    LANGUAGE sql STABLE
+-- approver_enter starts a grant RPC: seller_enter's checks, except that the
+-- actor is named and must be the signed-in user (a session acts only as its
+-- own user), and a seller without approval.grant in p_tenant_id — a member
+-- or not — is permission_denied:approval.grant.
+CREATE FUNCTION trovesnap.approver_enter(p_tenant_id text, p_actor_id text) RETURNS trovesnap.seller_ctx
+    LANGUAGE plpgsql
     AS $$
-        SELECT CASE WHEN p.status IN ('pending_approval', 'approved') AND p.expires_at <= now() THEN 'expired'
-                    ELSE p.status END
-    $$;
+DECLARE
+    u trovesnap.users;
+BEGIN
+    PERFORM trovesnap.begin_rpc('authenticated');
+    u := trovesnap.seller_linked_user();
+    IF coalesce(p_actor_id, '') <> u.id THEN
+        PERFORM trovesnap.fail('permission_denied:actor_id', 'a seller session acts only as its signed-in user');
+    END IF;
+    RETURN trovesnap.seller_in(u.id, p_tenant_id, 'approval.grant', 'permission_denied:approval.grant', NULL);
+END
+$$;
 
--- seller_proposal_json: a domain.Proposal. The body is the proposal's
--- content as sealed (so the hash can be recomputed from it); the columns
--- add what is not content.
+-- seller_proposal_json: a domain.Proposal as a seller reads it —
+-- proposal_json (the content as sealed, so the hash can be recomputed
+-- from it, and what is not content) with its tenant, and its creation and
+-- expiry should the body not carry them.
 CREATE FUNCTION trovesnap.seller_proposal_json(p trovesnap.proposals) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
         SELECT jsonb_build_object('created_at', trovesnap.ts(p.created_at), 'expires_at', trovesnap.ts(p.expires_at))
-               || p.body
-               || jsonb_build_object('id', p.id, 'tenant_id', p.tenant_id, 'proposal_hash', p.proposal_hash,
-                                     'status', trovesnap.seller_proposal_status(p), 'correlation_id', p.correlation_id)
+               || trovesnap.proposal_json(p) || jsonb_build_object('tenant_id', p.tenant_id)
     $$;
 
--- seller_grant_json: a domain.Grant; an active grant past its expiry is
+-- seller_grant_json: grant_json, with an active grant past its expiry
 -- reported expired.
 CREATE FUNCTION trovesnap.seller_grant_json(g trovesnap.approval_grants) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-        SELECT jsonb_build_object('id', g.id, 'tenant_id', g.tenant_id, 'proposal_id', g.proposal_id,
-            'proposal_hash', g.proposal_hash,
-            'issued_by', jsonb_strip_nulls(jsonb_build_object('type', g.issuer_type, 'actor_id', nullif(g.issuer_actor, ''),
-                'surface', nullif(g.issuer_surface, ''), 'policy_id', nullif(g.policy_id, ''),
-                'policy_version', nullif(g.policy_version, 0))),
-            'tool', g.tool, 'target_ids', to_jsonb(g.target_ids), 'constraints', g.constraints,
-            'status', CASE WHEN g.status = 'active' AND g.expires_at <= now() THEN 'expired' ELSE g.status END,
-            'single_use', g.single_use, 'issued_at', trovesnap.ts(g.issued_at), 'expires_at', trovesnap.ts(g.expires_at),
-            'consumed_at', trovesnap.ts(g.consumed_at), 'revoked_at', trovesnap.ts(g.revoked_at))
-    $$;
-
--- seller_policy_json: a domain.Policy (the body holds allowed_tools, scope,
--- conditions and limits).
-CREATE FUNCTION trovesnap.seller_policy_json(p trovesnap.automation_policies) RETURNS jsonb
-    LANGUAGE sql STABLE
-    AS $$
-        SELECT p.body || jsonb_build_object('id', p.id, 'tenant_id', p.tenant_id, 'name', p.name, 'version', p.version,
-            'status', p.status, 'created_by', p.created_by, 'created_at', trovesnap.ts(p.created_at),
-            'updated_at', trovesnap.ts(p.updated_at))
+        SELECT trovesnap.grant_json(g)
+               || jsonb_build_object('status', CASE WHEN g.status = 'active' AND g.expires_at <= now() THEN 'expired'
+                                                    ELSE g.status END)
     $$;
 
 -- seller_event: the plugin_event body of a seller's own action (§35): no
@@ -241,56 +229,36 @@ CREATE FUNCTION trovesnap.seller_event(s trovesnap.seller_ctx, p_correlation_id 
     $$;
 
 -- seller_approval_event records a human approval decision about a proposal
--- under the proposal's correlation id, as the embedded store's
--- approvalEvent does: the requesting client by name, the proposal's tool,
--- requirement and hash, who decided, and as cause the event that created
--- the proposal (or, for an event about a grant, the event that granted it).
-CREATE FUNCTION trovesnap.seller_approval_event(s trovesnap.seller_ctx, p trovesnap.proposals, p_action text,
-                                                p_decision text, p_grant_id text) RETURNS jsonb
+-- (granted, revoked, denied) under the proposal's correlation id, as the
+-- embedded store's approvalEvent does: the requesting client by name, the
+-- proposal's tool, requirement and hash, the issuer as the grant g records
+-- it (NULL for a denial: the signed-in seller), who decided with its role
+-- and approval.grant, and its cause (event_cause).
+CREATE FUNCTION trovesnap.seller_approval_event(s trovesnap.seller_ctx, pr trovesnap.proposals, p_action text,
+                                                p_decision text, g trovesnap.approval_grants) RETURNS void
     LANGUAGE plpgsql
     AS $$
 DECLARE
+    v_client jsonb;
     v_event  jsonb;
-    v_cause  text;
-    v_client jsonb := jsonb_build_object('id', p.requested_by_client, 'name', '');
-    v_issuer jsonb := jsonb_build_object('type', 'human', 'actor_id', s.user_id);
-    g        trovesnap.approval_grants;
 BEGIN
     SELECT jsonb_build_object('id', c.id, 'name', c.name, 'type', c.client_type) INTO v_client
-    FROM trovesnap.mcp_clients c WHERE c.id = p.requested_by_client;
-    v_client := coalesce(v_client, jsonb_build_object('id', p.requested_by_client, 'name', ''));
-    IF p_grant_id IS NOT NULL THEN
-        SELECT * INTO g FROM trovesnap.approval_grants WHERE id = p_grant_id;
-        IF FOUND THEN
-            v_issuer := trovesnap.seller_grant_json(g) -> 'issued_by';
-        END IF;
-        IF p_action <> 'approval_granted' THEN
-            SELECT e.id INTO v_cause FROM trovesnap.plugin_events e
-            WHERE e.correlation_id = p.correlation_id AND e.body ->> 'action' = 'approval_granted'
-              AND e.body -> 'approval' ->> 'approval_id' = p_grant_id
-            ORDER BY e.seq LIMIT 1;
-        END IF;
-    END IF;
-    IF v_cause IS NULL AND p.correlation_id <> '' THEN
-        SELECT e.id INTO v_cause FROM trovesnap.plugin_events e
-        WHERE e.correlation_id = p.correlation_id AND e.outcome = 'success' AND e.body ->> 'action' = 'mcp_tool_called'
-          AND coalesce(e.body -> 'related' -> 'proposal_ids', '[]'::jsonb) ? p.id
-        ORDER BY e.seq LIMIT 1;
-    END IF;
-    v_event := trovesnap.seller_event(s, p.correlation_id, p_action, 'approval.grant', 'approval', 'approval')
+    FROM trovesnap.mcp_clients c WHERE c.id = pr.requested_by_client;
+    v_event := trovesnap.seller_event(s, pr.correlation_id, p_action, 'approval.grant', 'approval', 'approval')
         || jsonb_build_object(
-            'causation_id', v_cause,
-            'client', v_client,
-            'tool', jsonb_build_object('name', p.tool_name, 'version', coalesce(p.body -> 'tool' ->> 'version', '')),
-            'related', trovesnap.empty_related() || jsonb_build_object('proposal_ids', jsonb_build_array(p.id)),
-            'payload', jsonb_build_object('input_hash', p.proposal_hash,
-                                          'redacted_summary', jsonb_build_object('proposal_id', p.id)),
-            'approval', jsonb_strip_nulls(jsonb_build_object('proposal_id', p.id, 'decision', p_decision,
-                'requirement', nullif(coalesce(p.body ->> 'approval_requirement', ''), ''),
-                'proposal_hash', p.proposal_hash, 'issued_by', v_issuer))
-                || jsonb_build_object('approval_id', p_grant_id));
+            'client', coalesce(v_client, jsonb_build_object('id', pr.requested_by_client, 'name', '')),
+            'tool', jsonb_build_object('name', pr.tool_name, 'version', coalesce(pr.body -> 'tool' ->> 'version', '')),
+            'related', trovesnap.empty_related() || jsonb_build_object('proposal_ids', jsonb_build_array(pr.id)),
+            'payload', jsonb_build_object('input_hash', pr.proposal_hash,
+                                          'redacted_summary', jsonb_build_object('proposal_id', pr.id)),
+            'approval', jsonb_build_object('proposal_id', pr.id, 'approval_id', g.id, 'decision', p_decision,
+                'requirement', coalesce(pr.body ->> 'approval_requirement', ''),
+                'proposal_hash', coalesce(g.proposal_hash, pr.proposal_hash),
+                'issued_by', CASE WHEN g.id IS NOT NULL THEN trovesnap.grant_json(g) -> 'issued_by'
+                                  ELSE jsonb_build_object('type', 'human', 'actor_id', s.user_id) END),
+            'occurred_at', trovesnap.ts(now()));
+    v_event := v_event || jsonb_build_object('causation_id', trovesnap.event_cause(v_event));
     PERFORM trovesnap.record_event(v_event);
-    RETURN v_event;
 END
 $$;
 
@@ -438,7 +406,7 @@ BEGIN
     RETURN (SELECT coalesce(jsonb_agg(x.j ORDER BY x.created_at DESC, x.id DESC), '[]')
             FROM (SELECT p.id, p.created_at, trovesnap.seller_proposal_json(p) AS j FROM trovesnap.proposals p
                   WHERE p.tenant_id = s.tenant_id
-                    AND (coalesce(p_status, '') = '' OR trovesnap.seller_proposal_status(p) = p_status)
+                    AND (coalesce(p_status, '') = '' OR trovesnap.proposal_status(p) = p_status)
                   ORDER BY p.created_at DESC, p.id DESC
                   LIMIT 500) x);
 END
@@ -500,6 +468,133 @@ BEGIN
 END
 $$;
 
+-- seller_issue_grant records a human grant, as the embedded store's
+-- IssueGrant does: a human issuer naming its actor and surface; the
+-- signed-in seller is that actor and holds approval.grant in the tenant;
+-- the proposal is the tenant's, pending, unexpired and still has the hash
+-- the seller reviewed; the grant is for the proposal's own tool. A grant is
+-- single use, active, and never outlives its proposal. The proposal becomes
+-- approved and an approval_granted event joins its correlation.
+CREATE FUNCTION public.seller_issue_grant(p_tenant_id text, p_actor_id text, p_grant jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_now     timestamptz := now();
+    s         trovesnap.seller_ctx;
+    v_id      text;
+    v_issued  timestamptz;
+    v_expires timestamptz;
+    pr        trovesnap.proposals;
+    g         trovesnap.approval_grants;
+BEGIN
+    PERFORM trovesnap.begin_rpc('authenticated');
+    IF jsonb_typeof(p_grant) IS DISTINCT FROM 'object' THEN
+        PERFORM trovesnap.fail('invalid_input:grant', 'an object is required');
+    END IF;
+    IF p_grant -> 'issued_by' ->> 'type' IS DISTINCT FROM 'human' OR coalesce(p_grant -> 'issued_by' ->> 'actor_id', '') = ''
+       OR coalesce(p_grant -> 'issued_by' ->> 'surface', '') = '' THEN
+        PERFORM trovesnap.fail('invalid_input:issued_by', 'a human grant names its actor and surface');
+    END IF;
+    IF p_grant -> 'issued_by' ->> 'actor_id' <> coalesce(p_actor_id, '') OR coalesce(p_grant ->> 'tenant_id', '') <> coalesce(p_tenant_id, '') THEN
+        PERFORM trovesnap.fail('permission_denied:actor_id', 'a seller session acts only as its signed-in user');
+    END IF;
+    s := trovesnap.approver_enter(p_tenant_id, p_actor_id);
+
+    SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = p_grant ->> 'proposal_id' FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM trovesnap.fail('invalid_reference:proposal_id',
+            jsonb_build_object('id', coalesce(p_grant ->> 'proposal_id', ''), 'cross_tenant', false)::text);
+    END IF;
+    IF pr.proposal_hash IS DISTINCT FROM p_grant ->> 'proposal_hash' THEN
+        PERFORM trovesnap.fail('proposal_changed', format('proposal %s changed', pr.id));
+    ELSIF pr.status <> 'pending_approval' THEN
+        PERFORM trovesnap.fail('transition_invalid', format('proposal %s is %s', pr.id, pr.status));
+    ELSIF v_now >= pr.expires_at THEN
+        PERFORM trovesnap.fail('approval_expired', format('proposal %s expired', pr.id));
+    ELSIF p_grant ->> 'tool' IS DISTINCT FROM pr.tool_name THEN
+        PERFORM trovesnap.fail('invalid_input:tool', 'a grant is for the proposal''s own tool');
+    END IF;
+
+    v_id := coalesce(nullif(p_grant ->> 'id', ''), trovesnap.new_id('approval'));
+    IF v_id !~ '^approval_[A-Za-z0-9]{1,40}$' THEN
+        PERFORM trovesnap.fail('invalid_input:id', 'not an approval id');
+    END IF;
+    IF coalesce(p_grant ->> 'status', 'active') NOT IN ('', 'active') THEN
+        PERFORM trovesnap.fail('invalid_input:status', 'a new grant is active');
+    END IF;
+    IF coalesce((p_grant ->> 'single_use')::boolean, true) IS NOT TRUE THEN
+        PERFORM trovesnap.fail('invalid_input:single_use', 'a human grant is single use');
+    END IF;
+    IF jsonb_typeof(p_grant -> 'target_ids') IS DISTINCT FROM 'array' THEN
+        PERFORM trovesnap.fail('invalid_input:target_ids', 'the targets the grant covers');
+    END IF;
+    BEGIN
+        v_issued := coalesce((p_grant ->> 'issued_at')::timestamptz, v_now);
+        v_expires := (p_grant ->> 'expires_at')::timestamptz;
+    EXCEPTION WHEN others THEN
+        PERFORM trovesnap.fail('invalid_input:expiry', 'not a timestamp');
+    END;
+    IF v_issued > v_now + interval '5 minutes' THEN
+        PERFORM trovesnap.fail('invalid_input:issued_at', 'a grant is issued now');
+    END IF;
+    IF v_expires IS NULL OR v_expires <= v_issued THEN
+        PERFORM trovesnap.fail('invalid_input:expiry', 'after the grant is issued');
+    END IF;
+    IF v_expires > pr.expires_at THEN
+        PERFORM trovesnap.fail('invalid_input:expiry', 'a grant never outlives its proposal');
+    END IF;
+
+    INSERT INTO trovesnap.approval_grants (id, tenant_id, proposal_id, proposal_hash, issuer_type, issuer_actor,
+        issuer_surface, tool, target_ids, constraints, status, single_use, issued_at, expires_at)
+    VALUES (v_id, pr.tenant_id, pr.id, pr.proposal_hash, 'human', p_actor_id, p_grant -> 'issued_by' ->> 'surface',
+        pr.tool_name, ARRAY(SELECT jsonb_array_elements_text(p_grant -> 'target_ids')),
+        jsonb_build_object('maximum_items', coalesce((p_grant -> 'constraints' ->> 'maximum_items')::integer, 0),
+                           'maximum_cost_usd', coalesce((p_grant -> 'constraints' ->> 'maximum_cost_usd')::numeric, 0),
+                           'allow_publication', coalesce((p_grant -> 'constraints' ->> 'allow_publication')::boolean, false),
+                           'allow_notifications', coalesce((p_grant -> 'constraints' ->> 'allow_notifications')::boolean, false)),
+        'active', true, v_issued, v_expires)
+    RETURNING * INTO g;
+    UPDATE trovesnap.proposals SET status = 'approved', decided_by = p_actor_id WHERE id = pr.id;
+    PERFORM trovesnap.seller_approval_event(s, pr, 'approval_granted', 'allowed', g);
+    RETURN trovesnap.grant_json(g);
+END
+$$;
+
+-- seller_revoke_grant revokes an active grant of the tenant: it can never
+-- authorise afterwards; an approved proposal is pending again. The
+-- signed-in seller must be p_actor_id and hold approval.grant.
+CREATE FUNCTION public.seller_revoke_grant(p_tenant_id text, p_grant_id text, p_actor_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    s  trovesnap.seller_ctx;
+    g  trovesnap.approval_grants;
+    pr trovesnap.proposals;
+BEGIN
+    s := trovesnap.approver_enter(p_tenant_id, p_actor_id);
+    SELECT * INTO g FROM trovesnap.approval_grants x WHERE x.id = p_grant_id;
+    IF NOT FOUND THEN
+        PERFORM trovesnap.fail('invalid_reference:grant', jsonb_build_object('id', coalesce(p_grant_id, ''), 'cross_tenant', false)::text);
+    END IF;
+    -- The proposal first, then the grant: the order an execution locks them
+    -- in, so a revocation racing an execution waits instead of deadlocking.
+    SELECT * INTO pr FROM trovesnap.proposals x WHERE x.id = g.proposal_id FOR UPDATE;
+    SELECT * INTO g FROM trovesnap.approval_grants x WHERE x.id = p_grant_id FOR UPDATE;
+    IF g.status <> 'active' THEN
+        PERFORM trovesnap.fail('transition_invalid', format('grant %s is %s', g.id, g.status));
+    END IF;
+    UPDATE trovesnap.approval_grants SET status = 'revoked', revoked_at = now(), revoked_by = p_actor_id
+    WHERE id = g.id RETURNING * INTO g;
+    IF pr.status = 'approved' THEN
+        UPDATE trovesnap.proposals SET status = 'pending_approval' WHERE id = pr.id;
+    END IF;
+    PERFORM trovesnap.seller_approval_event(s, pr, 'approval_revoked', 'revoked', g);
+    RETURN trovesnap.grant_json(g);
+END
+$$;
+
 -- seller_list_grants: a tenant's grants, newest first; "expired" means
 -- active grants past their expiry.
 CREATE FUNCTION public.seller_list_grants(p_tenant_id text, p_status text DEFAULT NULL) RETURNS jsonb
@@ -556,7 +651,7 @@ BEGIN
             s.user_id, v_now, v_now)
     RETURNING * INTO p;
     PERFORM trovesnap.seller_write_policy_version(s, p, 'policy_created');
-    RETURN trovesnap.seller_policy_json(p);
+    RETURN trovesnap.policy_json(p);
 END
 $$;
 
@@ -569,7 +664,7 @@ DECLARE
     s trovesnap.seller_ctx;
 BEGIN
     s := trovesnap.seller_enter(p_tenant_id, 'proposal.read');
-    RETURN (SELECT coalesce(jsonb_agg(trovesnap.seller_policy_json(p) ORDER BY p.id), '[]')
+    RETURN (SELECT coalesce(jsonb_agg(trovesnap.policy_json(p) ORDER BY p.id), '[]')
             FROM trovesnap.automation_policies p WHERE p.tenant_id = s.tenant_id);
 END
 $$;
@@ -583,9 +678,9 @@ DECLARE
     s trovesnap.seller_ctx;
     p trovesnap.automation_policies;
 BEGIN
-    s := trovesnap.seller_enter_policy(p_policy_id, 'proposal.read');
+    s := trovesnap.seller_enter_record('automation_policies', 'policy', coalesce(p_policy_id, ''), 'proposal.read');
     SELECT * INTO STRICT p FROM trovesnap.automation_policies WHERE id = p_policy_id AND tenant_id = s.tenant_id;
-    RETURN trovesnap.seller_policy_json(p);
+    RETURN trovesnap.policy_json(p);
 END
 $$;
 
@@ -600,7 +695,7 @@ DECLARE
     s trovesnap.seller_ctx;
     p trovesnap.automation_policies;
 BEGIN
-    s := trovesnap.seller_enter_policy(p_policy_id, 'policy.manage');
+    s := trovesnap.seller_enter_record('automation_policies', 'policy', coalesce(p_policy_id, ''), 'policy.manage');
     PERFORM trovesnap.seller_actor(s, p_actor_id);
     SELECT * INTO STRICT p FROM trovesnap.automation_policies WHERE id = p_policy_id AND tenant_id = s.tenant_id FOR UPDATE;
     IF NOT ((p.status = 'disabled' AND p_status IN ('active', 'revoked'))
@@ -613,7 +708,7 @@ BEGIN
     RETURNING * INTO p;
     PERFORM trovesnap.seller_write_policy_version(s, p,
         CASE p_status WHEN 'active' THEN 'policy_enabled' WHEN 'disabled' THEN 'policy_disabled' ELSE 'policy_revoked' END);
-    RETURN trovesnap.seller_policy_json(p);
+    RETURN trovesnap.policy_json(p);
 END
 $$;
 
@@ -632,7 +727,10 @@ END
 $$;
 
 -- seller_current_versions: the current version of each target id (items,
--- sales, candidates) of the tenant, as an object; unknown ids are absent.
+-- sales, candidates) of the tenant, as an object; unknown ids are absent. A
+-- staged export is at domain.ExportVersion while it can still be delivered
+-- (as the store's CurrentVersions): the approval step compares a delivery
+-- proposal's targets with these before the seller may approve it.
 CREATE FUNCTION public.seller_current_versions(p_tenant_id text, p_ids jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -656,6 +754,10 @@ BEGIN
             SELECT e.id, e.version FROM trovesnap.estate_sales e WHERE e.tenant_id = s.tenant_id AND e.id = ANY (v_ids)
             UNION ALL
             SELECT c.id, c.version FROM trovesnap.inventory_candidates c WHERE c.tenant_id = s.tenant_id AND c.id = ANY (v_ids)
+            UNION ALL
+            SELECT x.id, 1 FROM trovesnap.export_drafts x
+            WHERE x.tenant_id = s.tenant_id AND x.id = ANY (v_ids) AND x.status IN ('staged', 'delivery_proposed')
+              AND NOT trovesnap.export_delivery_queued(x.id)
         ) v), '{}'::jsonb);
 END
 $$;
@@ -682,48 +784,20 @@ $$;
 
 -- Nothing here is executable by anyone but its owner, except the seller_*
 -- RPCs, which only a signed-in user's role (authenticated) may call.
-DO $$
-DECLARE
-    f regprocedure;
-    r text;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-             WHERE p.proowner = 'trovesnap_owner'::regrole
-               AND ((n.nspname = 'trovesnap' AND p.proname IN ('seller_user', 'seller_linked_user', 'seller_member_of',
-                        'seller_enter', 'seller_actor', 'seller_tenant_of', 'seller_enter_policy', 'seller_proposal_status',
-                        'seller_proposal_json', 'seller_grant_json', 'seller_policy_json', 'seller_event',
-                        'seller_approval_event', 'seller_validate_policy', 'seller_write_policy_version'))
-                 OR (n.nspname = 'public' AND p.proname IN ('seller_whoami', 'seller_list_proposals', 'seller_get_proposal',
-                        'seller_deny_proposal', 'seller_list_grants', 'seller_create_policy', 'seller_list_policies',
-                        'seller_get_policy', 'seller_set_policy_status', 'seller_member_role', 'seller_current_versions',
-                        'seller_audit_trail')))
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role', 'trovesnap_mcp', 'trovesnap_admin']
-        LOOP
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
-            END IF;
-        END LOOP;
-    END LOOP;
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-        GRANT EXECUTE ON FUNCTION
-            public.seller_whoami(),
-            public.seller_list_proposals(text, text),
-            public.seller_get_proposal(text, text),
-            public.seller_deny_proposal(text, text, text, text, text),
-            public.seller_list_grants(text, text),
-            public.seller_create_policy(text, jsonb),
-            public.seller_list_policies(text),
-            public.seller_get_policy(text),
-            public.seller_set_policy_status(text, text, text),
-            public.seller_member_role(text, text),
-            public.seller_current_versions(text, jsonb),
-            public.seller_audit_trail(text, text)
-        TO authenticated;
-    END IF;
-END
-$$;
+SELECT trovesnap.revoke_execute(ARRAY[
+    'seller_user', 'seller_linked_user', 'seller_member_of', 'seller_in', 'seller_enter', 'seller_enter_record',
+    'approver_enter', 'seller_actor', 'seller_proposal_json', 'seller_grant_json', 'seller_event',
+    'seller_approval_event', 'seller_validate_policy', 'seller_write_policy_version', 'seller_whoami',
+    'seller_list_proposals', 'seller_get_proposal', 'seller_deny_proposal', 'seller_issue_grant',
+    'seller_revoke_grant', 'seller_list_grants', 'seller_create_policy', 'seller_list_policies', 'seller_get_policy',
+    'seller_set_policy_status', 'seller_member_role', 'seller_current_versions', 'seller_audit_trail']);
+SELECT trovesnap.grant_execute('authenticated', ARRAY[
+    'public.seller_whoami()', 'public.seller_list_proposals(text, text)', 'public.seller_get_proposal(text, text)',
+    'public.seller_deny_proposal(text, text, text, text, text)', 'public.seller_issue_grant(text, text, jsonb)',
+    'public.seller_revoke_grant(text, text, text)', 'public.seller_list_grants(text, text)',
+    'public.seller_create_policy(text, jsonb)', 'public.seller_list_policies(text)', 'public.seller_get_policy(text)',
+    'public.seller_set_policy_status(text, text, text)', 'public.seller_member_role(text, text)',
+    'public.seller_current_versions(text, jsonb)', 'public.seller_audit_trail(text, text)']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (7, '20261130120300_trovesnap_seller_rpcs');
 

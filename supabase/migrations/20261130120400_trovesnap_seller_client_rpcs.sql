@@ -27,111 +27,12 @@ SET ROLE trovesnap_owner;
 -- Helpers (not exposed: schema trovesnap has no USAGE for request roles)
 -- ---------------------------------------------------------------------------
 
--- seller_client_caller: the TroveSnap user of the JWT's sub. No sub:
--- auth_required; an Auth user linked to no TroveSnap user:
--- permission_denied:user (as migration 7's seller_linked_user answers).
-CREATE FUNCTION trovesnap.seller_client_caller() RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_sub  text := nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub';
-    v_user text;
-BEGIN
-    IF coalesce(v_sub, '') = '' THEN
-        PERFORM trovesnap.fail('auth_required');
-    END IF;
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT u.id INTO v_user FROM trovesnap.users u WHERE u.auth_subject = v_sub;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    IF v_user IS NULL THEN
-        PERFORM trovesnap.fail('permission_denied:user', 'the signed-in account is not linked to a TroveSnap user');
-    END IF;
-    RETURN v_user;
-END
-$$;
-
--- seller_client_role: the caller's role in a tenant, or NULL when it is not
--- a member (or the tenant does not exist).
-CREATE FUNCTION trovesnap.seller_client_role(p_user text, p_tenant text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_role text;
-BEGIN
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT m.role INTO v_role FROM trovesnap.memberships m WHERE m.tenant_id = p_tenant AND m.user_id = p_user;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    RETURN v_role;
-END
-$$;
-
--- seller_client_enter: the caller must be a member of p_tenant (else
--- invalid_reference:tenant, like a missing tenant) holding p_perm when one
--- is named (else permission_denied); then the tenant becomes the request
--- context. Returns the caller's role.
-CREATE FUNCTION trovesnap.seller_client_enter(p_user text, p_tenant text, p_perm text) RETURNS text
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_role text;
-BEGIN
-    v_role := trovesnap.seller_client_role(p_user, coalesce(p_tenant, ''));
-    IF v_role IS NULL THEN
-        PERFORM trovesnap.fail('invalid_reference:tenant', jsonb_build_object('id', p_tenant, 'cross_tenant', false)::text);
-    END IF;
-    IF p_perm IS NOT NULL AND NOT trovesnap.has_perm(v_role, p_perm) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_perm);
-    END IF;
-    PERFORM set_config('trovesnap.tenant_id', p_tenant, true);
-    RETURN v_role;
-END
-$$;
-
--- seller_client_tenant: the tenant of a client, whatever the context (NULL:
--- no such client). Only ever used to find the tenant whose membership
--- decides; a client of a tenant the caller is not a member of is reported
--- exactly like a missing one.
-CREATE FUNCTION trovesnap.seller_client_tenant(p_client_id text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_tenant text;
-BEGIN
-    PERFORM set_config('trovesnap.system', 'on', true);
-    SELECT c.tenant_id INTO v_tenant FROM trovesnap.mcp_clients c WHERE c.id = p_client_id;
-    PERFORM set_config('trovesnap.system', 'off', true);
-    RETURN v_tenant;
-END
-$$;
-
--- seller_client_open: the caller's way to one client by id. Missing, or of
--- a tenant the caller is not a member of → invalid_reference:client
--- {id, cross_tenant false}; p_perm (when named) must be held in the
--- client's tenant. Sets the tenant context and returns the caller's role.
-CREATE FUNCTION trovesnap.seller_client_open(p_user text, p_client_id text, p_perm text) RETURNS text
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_tenant text;
-    v_role   text;
-BEGIN
-    v_tenant := trovesnap.seller_client_tenant(coalesce(p_client_id, ''));
-    IF v_tenant IS NOT NULL THEN
-        v_role := trovesnap.seller_client_role(p_user, v_tenant);
-    END IF;
-    IF v_role IS NULL THEN
-        PERFORM trovesnap.fail('invalid_reference:client', jsonb_build_object('id', p_client_id, 'cross_tenant', false)::text);
-    END IF;
-    IF p_perm IS NOT NULL AND NOT trovesnap.has_perm(v_role, p_perm) THEN
-        PERFORM trovesnap.fail('permission_denied:' || p_perm);
-    END IF;
-    PERFORM set_config('trovesnap.tenant_id', v_tenant, true);
-    RETURN v_role;
-END
-$$;
+-- The seller is found and admitted by migration 7's helpers: the user of
+-- the JWT's sub (seller_linked_user: auth_required, permission_denied:user),
+-- a tenant it is a member of (seller_in, refused as invalid_reference:tenant
+-- like a missing tenant) or the tenant of a client it is a member of
+-- (seller_enter_record, invalid_reference:client), holding client.manage
+-- to change anything.
 
 -- seller_client_by: a `by` / `created_by` argument may only name the
 -- signed-in user; empty means the signed-in user.
@@ -167,36 +68,19 @@ CREATE FUNCTION trovesnap.seller_limits_json(l trovesnap.mcp_limits) RETURNS jso
     $$;
 
 -- seller_client_event records a seller-side action on a client as the
--- store's adminEvent does (outcome success, the client named, the acting
--- member and role, client.manage, domain clients/<action>), in the tenant
+-- store's adminEvent does: seller_event (the acting member and role,
+-- client.manage, domain clients/<action>) naming the client, in the tenant
 -- context the caller entered.
-CREATE FUNCTION trovesnap.seller_client_event(c trovesnap.mcp_clients, p_by text, p_role text, p_action text) RETURNS void
+CREATE FUNCTION trovesnap.seller_client_event(s trovesnap.seller_ctx, c trovesnap.mcp_clients, p_action text) RETURNS void
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    PERFORM trovesnap.record_event(jsonb_build_object(
-        'id', trovesnap.new_id('event'),
-        'tenant_id', c.tenant_id,
-        'correlation_id', trovesnap.new_id('corr'),
-        'causation_id', NULL,
-        'request_id', '',
-        'server_request_id', '',
-        'mode', 'live',
-        'plugin', jsonb_build_object('type', 'mcp', 'id', 'trovesnap', 'version', 'cli'),
-        'client', jsonb_build_object('id', c.id, 'name', c.name, 'type', c.client_type),
-        'tool', jsonb_build_object('name', '', 'version', ''),
-        'actor', jsonb_build_object('id', p_by, 'type', 'seller', 'role', p_role),
-        'action', p_action,
-        'outcome', 'success',
-        'related', trovesnap.empty_related(),
-        'payload', jsonb_build_object('input_hash', '', 'redacted_summary', jsonb_build_object('client_id', c.id)),
-        'approval', jsonb_build_object('proposal_id', NULL, 'approval_id', NULL, 'decision', 'not_required'),
-        'metrics', jsonb_build_object('latency_ms', 0, 'estimated_cost_usd', 0),
-        'impact', jsonb_build_object('type', p_action, 'material', true, 'canonical_state_changed', false,
-                                     'public_state_changed', false),
-        'occurred_at', trovesnap.ts(now()),
-        'permissions', jsonb_build_array('client.manage'),
-        'domain', jsonb_build_object('service', 'clients', 'operation', p_action)));
+    PERFORM trovesnap.record_event(
+        trovesnap.seller_event(s, trovesnap.new_id('corr'), p_action, 'client.manage', 'clients', 'cli')
+        || jsonb_build_object(
+            'client', jsonb_build_object('id', c.id, 'name', c.name, 'type', c.client_type),
+            'payload', jsonb_build_object('input_hash', '', 'redacted_summary', jsonb_build_object('client_id', c.id)),
+            'occurred_at', trovesnap.ts(now())));
 END
 $$;
 
@@ -228,7 +112,7 @@ CREATE FUNCTION public.seller_register_client(p_tenant_id text, p_actor_id text,
     AS $$
 DECLARE
     v_user   text;
-    v_role   text;
+    s        trovesnap.seller_ctx;
     v_types  text[] := ARRAY['claude_code', 'claude_desktop', 'chatgpt', 'local_agent', 'desktop_harness',
                              'internal_automation', 'custom'];
     v_all    text[] := ARRAY['public_read', 'tenant_read', 'candidate_write', 'action_proposal', 'controlled_action'];
@@ -239,7 +123,7 @@ DECLARE
     c        trovesnap.mcp_clients;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
+    v_user := (trovesnap.seller_linked_user()).id;
     -- domain.ValidateNewClient, in its order and words.
     IF p_name IS NULL OR p_name ~ '^\s*$' OR octet_length(p_name) > 100 THEN
         PERFORM trovesnap.fail('invalid_input:name', 'required, at most 100 characters');
@@ -265,8 +149,8 @@ BEGIN
     END LOOP;
     PERFORM trovesnap.seller_client_hash(p_credential_hash);
 
-    v_role := trovesnap.seller_client_enter(v_user, p_tenant_id, 'client.manage');
-    IF trovesnap.seller_client_role(coalesce(p_actor_id, ''), p_tenant_id) IS NULL THEN
+    s := trovesnap.seller_in(v_user, p_tenant_id, 'client.manage', 'invalid_reference:tenant', p_tenant_id);
+    IF (trovesnap.seller_member_of(coalesce(p_actor_id, ''), p_tenant_id)).membership_id IS NULL THEN
         PERFORM trovesnap.fail('invalid_input:actor', coalesce(p_actor_id, '') || ' is not a member of ' || p_tenant_id);
     END IF;
     PERFORM trovesnap.seller_client_by(v_user, 'created_by', p_created_by);
@@ -278,7 +162,7 @@ BEGIN
         p_actor_id, v_groups, coalesce(nullif(p_trust_level, ''), 'standard_client'),
         coalesce(nullif(p_risk_class, ''), 'standard'), false, v_user, now(), p_credential_hash)
     RETURNING * INTO c;
-    PERFORM trovesnap.seller_client_event(c, v_user, v_role, 'client_registered');
+    PERFORM trovesnap.seller_client_event(s, c, 'client_registered');
     RETURN trovesnap.seller_client_json(c);
 END
 $$;
@@ -297,7 +181,7 @@ DECLARE
     v_rows    jsonb;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
+    v_user := (trovesnap.seller_linked_user()).id;
     IF coalesce(p_tenant_id, '') <> '' THEN
         v_tenants := ARRAY[p_tenant_id];
     ELSE
@@ -308,7 +192,7 @@ BEGIN
     -- One tenant context at a time: row level security sees to the rest.
     FOREACH t IN ARRAY v_tenants
     LOOP
-        PERFORM trovesnap.seller_client_enter(v_user, t, NULL);
+        PERFORM trovesnap.seller_in(v_user, t, NULL, 'invalid_reference:tenant', t);
         SELECT coalesce(jsonb_agg(trovesnap.seller_client_json(c) ORDER BY c.id), '[]') INTO v_rows
         FROM trovesnap.mcp_clients c WHERE c.tenant_id = t;
         v_out := v_out || v_rows;
@@ -326,8 +210,7 @@ CREATE FUNCTION public.seller_get_client(p_client_id text) RETURNS jsonb
 DECLARE
     c trovesnap.mcp_clients;
 BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    PERFORM trovesnap.seller_client_open(trovesnap.seller_client_caller(), p_client_id, NULL);
+    PERFORM trovesnap.seller_enter_record('mcp_clients', 'client', p_client_id, NULL);
     SELECT * INTO c FROM trovesnap.mcp_clients m WHERE m.id = p_client_id;
     RETURN trovesnap.seller_client_json(c);
 END
@@ -342,15 +225,12 @@ CREATE FUNCTION public.seller_set_client_status(p_client_id text, p_status text,
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_user text;
-    v_role text;
-    c      trovesnap.mcp_clients;
-    v_to   text[];
+    s    trovesnap.seller_ctx;
+    c    trovesnap.mcp_clients;
+    v_to text[];
 BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
-    v_role := trovesnap.seller_client_open(v_user, p_client_id, 'client.manage');
-    PERFORM trovesnap.seller_client_by(v_user, 'by', p_by);
+    s := trovesnap.seller_enter_record('mcp_clients', 'client', p_client_id, 'client.manage');
+    PERFORM trovesnap.seller_client_by(s.user_id, 'by', p_by);
     SELECT * INTO c FROM trovesnap.mcp_clients m WHERE m.id = p_client_id FOR UPDATE;
     v_to := CASE c.status WHEN 'active' THEN ARRAY['suspended', 'revoked']
                           WHEN 'suspended' THEN ARRAY['active', 'revoked']
@@ -365,7 +245,7 @@ BEGIN
     ELSE
         UPDATE trovesnap.mcp_clients m SET status = p_status WHERE m.id = c.id RETURNING * INTO c;
     END IF;
-    PERFORM trovesnap.seller_client_event(c, v_user, v_role,
+    PERFORM trovesnap.seller_client_event(s, c,
         CASE p_status WHEN 'active' THEN 'client_reactivated' WHEN 'suspended' THEN 'client_suspended' ELSE 'client_revoked' END);
     RETURN trovesnap.seller_client_json(c);
 END
@@ -380,14 +260,11 @@ CREATE FUNCTION public.seller_rotate_client_credential(p_client_id text, p_crede
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_user text;
-    v_role text;
-    c      trovesnap.mcp_clients;
+    s trovesnap.seller_ctx;
+    c trovesnap.mcp_clients;
 BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
-    v_role := trovesnap.seller_client_open(v_user, p_client_id, 'client.manage');
-    PERFORM trovesnap.seller_client_by(v_user, 'by', p_by);
+    s := trovesnap.seller_enter_record('mcp_clients', 'client', p_client_id, 'client.manage');
+    PERFORM trovesnap.seller_client_by(s.user_id, 'by', p_by);
     PERFORM trovesnap.seller_client_hash(p_credential_hash);
     SELECT * INTO c FROM trovesnap.mcp_clients m WHERE m.id = p_client_id FOR UPDATE;
     IF c.status = 'revoked' THEN
@@ -397,7 +274,7 @@ BEGIN
         PERFORM trovesnap.fail('transition_invalid', 'the mock demo client has no credential');
     END IF;
     UPDATE trovesnap.mcp_clients m SET credential_hash = p_credential_hash WHERE m.id = c.id RETURNING * INTO c;
-    PERFORM trovesnap.seller_client_event(c, v_user, v_role, 'client_credential_rotated');
+    PERFORM trovesnap.seller_client_event(s, c, 'client_credential_rotated');
     RETURN trovesnap.seller_client_json(c);
 END
 $$;
@@ -415,8 +292,7 @@ DECLARE
     v_scoped boolean := false;
     v_sales  jsonb;
 BEGIN
-    PERFORM trovesnap.begin_rpc('authenticated');
-    PERFORM trovesnap.seller_client_open(trovesnap.seller_client_caller(), p_client_id, NULL);
+    PERFORM trovesnap.seller_enter_record('mcp_clients', 'client', p_client_id, NULL);
     SELECT * INTO c FROM trovesnap.mcp_clients x WHERE x.id = p_client_id;
     SELECT * INTO m FROM trovesnap.memberships x WHERE x.tenant_id = c.tenant_id AND x.user_id = c.actor_id;
     IF m.id IS NOT NULL AND m.sale_scoped THEN
@@ -455,14 +331,14 @@ DECLARE
     l        trovesnap.mcp_limits;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
+    v_user := (trovesnap.seller_linked_user()).id;
     IF p_read_calls_per_minute IS NULL OR p_candidate_writes_per_minute IS NULL OR p_proposals_per_minute IS NULL
        OR p_controlled_actions_per_minute IS NULL OR p_maximum_bulk_targets IS NULL OR p_maximum_daily_paid_cost_usd IS NULL
        OR p_read_calls_per_minute < 0 OR p_candidate_writes_per_minute < 0 OR p_proposals_per_minute < 0
        OR p_controlled_actions_per_minute < 0 OR p_maximum_bulk_targets < 0 OR p_maximum_daily_paid_cost_usd < 0 THEN
         PERFORM trovesnap.fail('invalid_input:limits', 'must not be negative');
     END IF;
-    PERFORM trovesnap.seller_client_enter(v_user, p_tenant_id, 'client.manage');
+    PERFORM trovesnap.seller_in(v_user, p_tenant_id, 'client.manage', 'invalid_reference:tenant', p_tenant_id);
     IF v_client <> '' AND NOT EXISTS (SELECT 1 FROM trovesnap.mcp_clients c WHERE c.id = v_client) THEN
         -- Not a client of this tenant: missing, or another tenant's — the
         -- same answer either way.
@@ -493,9 +369,9 @@ DECLARE
     l      trovesnap.mcp_limits;
 BEGIN
     PERFORM trovesnap.begin_rpc('authenticated');
-    v_user := trovesnap.seller_client_caller();
+    v_user := (trovesnap.seller_linked_user()).id;
     IF coalesce(p_tenant_id, '') <> '' THEN
-        PERFORM trovesnap.seller_client_enter(v_user, p_tenant_id, NULL);
+        PERFORM trovesnap.seller_in(v_user, p_tenant_id, NULL, 'invalid_reference:tenant', p_tenant_id);
         SELECT * INTO l FROM trovesnap.mcp_limits m
         WHERE m.tenant_id = p_tenant_id AND m.client_id IN ('', coalesce(p_client_id, ''))
         ORDER BY m.client_id DESC LIMIT 1;
@@ -510,42 +386,17 @@ $$;
 
 -- Nothing here is executable by anyone but its owner, except the seller
 -- RPCs, which only a signed-in user (role authenticated) may call.
-DO $$
-DECLARE
-    f regprocedure;
-    r text;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-             WHERE p.proowner = 'trovesnap_owner'::regrole
-               AND ((n.nspname = 'trovesnap' AND p.proname IN ('seller_client_caller', 'seller_client_role',
-                        'seller_client_enter', 'seller_client_tenant', 'seller_client_open', 'seller_client_by',
-                        'seller_client_json', 'seller_limits_json', 'seller_client_event', 'seller_client_hash'))
-                 OR (n.nspname = 'public' AND p.proname IN ('seller_register_client', 'seller_list_clients',
-                        'seller_get_client', 'seller_set_client_status', 'seller_rotate_client_credential',
-                        'seller_client_principal', 'seller_set_limits', 'seller_effective_limits')))
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role', 'trovesnap_mcp', 'trovesnap_admin']
-        LOOP
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f, r);
-            END IF;
-        END LOOP;
-    END LOOP;
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
-        GRANT EXECUTE ON FUNCTION
-            public.seller_register_client(text, text, text, text, text[], text, text, text, text),
-            public.seller_list_clients(text),
-            public.seller_get_client(text),
-            public.seller_set_client_status(text, text, text),
-            public.seller_rotate_client_credential(text, text, text),
-            public.seller_client_principal(text),
-            public.seller_set_limits(text, text, integer, integer, integer, integer, integer, numeric),
-            public.seller_effective_limits(text, text)
-        TO authenticated;
-    END IF;
-END
-$$;
+SELECT trovesnap.revoke_execute(ARRAY[
+    'seller_client_by', 'seller_client_json', 'seller_limits_json', 'seller_client_event', 'seller_client_hash',
+    'seller_register_client', 'seller_list_clients', 'seller_get_client', 'seller_set_client_status',
+    'seller_rotate_client_credential', 'seller_client_principal', 'seller_set_limits', 'seller_effective_limits']);
+SELECT trovesnap.grant_execute('authenticated', ARRAY[
+    'public.seller_register_client(text, text, text, text, text[], text, text, text, text)',
+    'public.seller_list_clients(text)', 'public.seller_get_client(text)',
+    'public.seller_set_client_status(text, text, text)', 'public.seller_rotate_client_credential(text, text, text)',
+    'public.seller_client_principal(text)',
+    'public.seller_set_limits(text, text, integer, integer, integer, integer, integer, numeric)',
+    'public.seller_effective_limits(text, text)']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (8, '20261130120400_trovesnap_seller_client_rpcs');
 

@@ -51,7 +51,7 @@ BEGIN
     RETURN jsonb_build_object('tenant_id', p_tenant_id, 'user_id', p_user_id, 'membership_id', m.id, 'role', m.role);
 END
 $$;
-REVOKE ALL ON FUNCTION trovesnap.bootstrap_owner(text, text, text, text, text, text) FROM PUBLIC;
+SELECT trovesnap.revoke_execute(ARRAY['bootstrap_owner']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (11, '20261130120700_trovesnap_bootstrap');
 
