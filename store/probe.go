@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 )
@@ -72,12 +74,28 @@ func probe(ctx context.Context, path string) error {
 	db.SetMaxOpenConns(1)
 
 	var appID, userVersion, tables int
-	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
-	if err == nil {
-		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+	read := func() error {
+		err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
+		if err == nil {
+			err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+		}
+		if err == nil {
+			err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").Scan(&tables)
+		}
+		return err
 	}
-	if err == nil {
-		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").Scan(&tables)
+	// Another process creating the same new file holds it exclusively for
+	// a moment (the switch to WAL, the first migration): SQLite answers
+	// SQLITE_BUSY at once then, so the probe waits and reads again, like
+	// the first connection does (pingWithRetry).
+	err = read()
+	for attempt := 0; attempt < 50 && err != nil && strings.Contains(err.Error(), "SQLITE_BUSY"); attempt++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+		err = read()
 	}
 	if err != nil {
 		var se *sqlite.Error
