@@ -60,6 +60,9 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 		if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", in.SaleID, p.TenantID); err != nil {
 			return res, domain.Related{}, err
 		}
+		if !p.MaySeeSale(in.SaleID) { // §4.3: a sale-scoped member writes only into assigned sales
+			return res, domain.Related{}, fmt.Errorf("store: sale %s: %w", in.SaleID, domain.ErrSaleAssignment)
+		}
 		descID, err := s.mcpDescriptor(ctx, tx, p, now)
 		if err != nil {
 			return res, domain.Related{}, err

@@ -518,9 +518,19 @@ func testCreateCandidate(t *testing.T, in Instance) {
 	wantRef(t, err, "sale_id", fixtures.OtherPublishedSaleID, true)
 	_, _, err = b.CreateCandidate(ctx, p, meta(p, "key-3", "sha256:dd", "event_c5"), domain.NewCandidate{SaleID: nc.SaleID, Title: " "})
 	wantInput(t, err, "title")
+	// §4.3: a sale-scoped member writes only into its assigned sales.
+	sc := resolve(t, b, CredScoped)
+	_, _, err = b.CreateCandidate(ctx, sc, meta(sc, "key-s1", "sha256:s1", "event_c8"), domain.NewCandidate{SaleID: fixtures.PublishedSaleID, Title: "Planted"})
+	if !errors.Is(err, domain.ErrSaleAssignment) {
+		t.Fatalf("a scoped member's candidate in an unassigned sale: %v", err)
+	}
 	if d := changed(after, in.Counts(t)); len(d) > 0 {
 		t.Fatalf("a refused write wrote: %v", d)
 	}
+	if _, _, err := b.CreateCandidate(ctx, sc, meta(sc, "key-s2", "sha256:s2", "event_c9"), domain.NewCandidate{SaleID: fixtures.LiveSaleID, Title: "Assigned"}); err != nil {
+		t.Fatalf("a scoped member's candidate in its sale: %v", err)
+	}
+	after = in.Counts(t)
 	// A second candidate of the client reuses its source descriptor.
 	res3, _, err := b.CreateCandidate(ctx, p, meta(p, "key-4", "sha256:ee", "event_c6"), domain.NewCandidate{SaleID: nc.SaleID, Title: "Lamp", Quantity: 2})
 	if err != nil || res3.SourceDescriptorID != res.SourceDescriptorID || res3.CandidateID == res.CandidateID {

@@ -578,6 +578,7 @@ BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_mcp');
     PERFORM set_config('trovesnap.system', 'on', true);
     inserted := trovesnap.record_event(p_event);
+    PERFORM set_config('trovesnap.system', 'off', true);
     RETURN jsonb_build_object('recorded', inserted);
 END
 $$;
@@ -848,7 +849,7 @@ BEGIN
 
     PERFORM trovesnap.require_active(p);
     PERFORM trovesnap.require_access(p, 'candidate_write', ARRAY['item.create_candidate']);
-    PERFORM trovesnap.check_ref('estate_sales', 'sale_id', v_sale);
+    PERFORM trovesnap.check_sale(p, v_sale); -- §4.3: assigned sales only, for a sale-scoped member
 
     -- The one mcp_client source descriptor of (tenant, client).
     SELECT d.id INTO v_desc FROM trovesnap.source_descriptors d WHERE d.client_id = p.client_id AND d.kind = 'mcp_client';
