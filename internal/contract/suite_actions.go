@@ -869,6 +869,10 @@ func testBuyerNotificationRefused(t *testing.T, in Instance) {
 	wantRef(t, err, "sale_id", fixtures.OtherPublishedSaleID, true)
 	_, _, err = f.propose(f.owner, notifyDraft(actForeignItem, 1, "followed_sale", []string{"email"}, "Soon"))
 	wantRef(t, err, "item_id", actForeignItem, true)
+	// §4.3: a sale-scoped member announces only its assigned sales (the
+	// proposal would otherwise show it the unassigned sale and its demand).
+	_, _, err = f.propose(resolve(t, f.b, CredScoped), notifyDraft(pub.ID, pub.Version, "followed_sale", []string{"email"}, "Soon"))
+	wantErr(t, err, domain.ErrSaleAssignment, "a scoped member announcing an unassigned sale")
 	f.unchanged(before, "a refused notification proposal")
 }
 

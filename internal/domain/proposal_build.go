@@ -472,6 +472,9 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 	} else {
 		prop.TargetKind = "sale"
 		s := target.Sale
+		if !p.MaySeeSale(id) {
+			return fmt.Errorf("sale %s: %w", id, ErrSaleAssignment)
+		}
 		if s.Version != prop.ExpectedVersions[0].Version {
 			return staleOne(id, prop.ExpectedVersions[0].Version, s.Version)
 		}
@@ -536,9 +539,14 @@ type ExportFacts struct {
 // BuildExportDelivery builds an export_delivery proposal, bound to the
 // staged snapshot AND to every valid item at the version it was staged at:
 // an item changed since staging makes the delivery stale.
-func BuildExportDelivery(prop *Proposal, e ExportFacts) error {
+func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 	prop.TargetKind = "export"
 	id := prop.TargetIDs[0]
+	for _, r := range e.Rows {
+		if !p.MaySeeSale(r.SaleID) {
+			return fmt.Errorf("export %s: item %s: %w", id, r.ItemID, ErrSaleAssignment)
+		}
+	}
 	if e.Status != "staged" && e.Status != "delivery_proposed" {
 		return fmt.Errorf("export %s is %s: only a staged export can be delivered: %w", id, e.Status, ErrTransitionInvalid)
 	}

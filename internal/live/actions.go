@@ -185,7 +185,7 @@ func buildAction(p domain.Principal, d domain.ProposalDraft, prop *domain.Propos
 			facts.Rows = append(facts.Rows, domain.ExportItem{ItemID: r.ItemID, StagedVersion: r.StagedVersion, SaleID: r.SaleID,
 				CurrentVersion: r.CurrentVersion})
 		}
-		return domain.BuildExportDelivery(prop, facts)
+		return domain.BuildExportDelivery(p, prop, facts)
 	}
 	return fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 }

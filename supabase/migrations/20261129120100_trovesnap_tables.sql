@@ -60,6 +60,10 @@ CREATE TABLE trovesnap.mcp_clients (
     UNIQUE (tenant_id, id)
 );
 CREATE INDEX mcp_clients_actor ON trovesnap.mcp_clients (actor_id);
+-- A credential is found by its hex sha256 with or without the "sha256:"
+-- prefix, so it must be unique in that normalised form too.
+CREATE UNIQUE INDEX mcp_clients_credential_norm ON trovesnap.mcp_clients ((regexp_replace(credential_hash, '^sha256:', '')))
+    WHERE credential_hash IS NOT NULL;
 
 CREATE TABLE trovesnap.estate_sales (
     id                text COLLATE "C" PRIMARY KEY CHECK (id <> ''),

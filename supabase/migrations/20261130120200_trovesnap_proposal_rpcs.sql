@@ -116,6 +116,26 @@ BEGIN
 END
 $$;
 
+-- require_export_assigned: every item of a staged export must be in a sale
+-- the (sale-scoped) member is assigned to (§4.3).
+CREATE FUNCTION trovesnap.require_export_assigned(p trovesnap.principal, p_export_id text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_sale text;
+BEGIN
+    IF NOT p.sale_scoped THEN
+        RETURN;
+    END IF;
+    FOR v_sale IN SELECT DISTINCT i.sale_id FROM trovesnap.export_draft_items x
+                  JOIN trovesnap.items i ON i.tenant_id = x.tenant_id AND i.id = x.item_id
+                  WHERE x.export_id = p_export_id
+    LOOP
+        PERFORM trovesnap.require_assigned(p, v_sale, 'export', p_export_id);
+    END LOOP;
+END
+$$;
+
 -- item_state: an item with its photos (position order), as a builder reads
 -- it: no internal pricing, appraisal flag or staff notes (no rule needs them).
 CREATE FUNCTION trovesnap.item_state(i trovesnap.items) RETURNS jsonb
@@ -246,7 +266,7 @@ BEGIN
     v_item := trovesnap.new_id('item');
     INSERT INTO trovesnap.items (id, tenant_id, sale_id, title, description, category, room, status, version,
                                  created_at, updated_at)
-    VALUES (v_item, pr.tenant_id, f ->> 'create_item.sale_id', coalesce(f ->> 'create_item.title', ''),
+    VALUES (v_item, pr.tenant_id, c.sale_id, coalesce(f ->> 'create_item.title', ''),
             coalesce(f ->> 'create_item.description', ''), coalesce(f ->> 'create_item.category', ''),
             coalesce(f ->> 'create_item.room', ''), 'draft', 1, v_now, v_now);
     INSERT INTO trovesnap.item_provenance (item_id, tenant_id, candidate_id, source_record_id, import_run_id, proposal_id,
@@ -410,12 +430,14 @@ BEGIN
                 'demand', trovesnap.sale_demand(v_items -> 0 ->> 'sale_id'));
         ELSE
             PERFORM trovesnap.check_ref('estate_sales', 'sale_id', v_id);
+            PERFORM trovesnap.require_assigned(p, v_id, 'sale', v_id);
             SELECT * INTO s FROM trovesnap.estate_sales es WHERE es.id = v_id;
             v_state := v_state || jsonb_build_object('sale', trovesnap.sale_json(s), 'demand', trovesnap.sale_demand(v_id));
         END IF;
     WHEN 'export_delivery' THEN
         v_id := v_ids[1];
         PERFORM trovesnap.check_ref('export_drafts', 'export_id', v_id);
+        PERFORM trovesnap.require_export_assigned(p, v_id);
         v_state := v_state || jsonb_build_object('export', trovesnap.export_facts(v_id));
     END CASE;
     RETURN v_state;
@@ -557,9 +579,13 @@ BEGIN
         IF c.review_status NOT IN ('needs_review', 'approved') THEN
             PERFORM trovesnap.fail('transition_invalid', format('candidate %s is %s and cannot be promoted', v_target, c.review_status));
         END IF;
-        IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_proposal -> 'changes') ch
-                       WHERE ch ->> 'target_id' = v_target AND ch ->> 'field' = 'create_item.sale_id' AND ch ->> 'to' = c.sale_id) THEN
-            PERFORM trovesnap.fail('invalid_input:changes', 'the item is created in the candidate''s sale');
+        -- Exactly one change per create_item field, and the sale is the
+        -- candidate's: no duplicate a later reader could take instead.
+        IF (SELECT count(*) FROM jsonb_array_elements(p_proposal -> 'changes') ch
+            WHERE ch ->> 'target_id' = v_target AND ch ->> 'field' = 'create_item.sale_id' AND ch ->> 'to' = c.sale_id) <> 1
+           OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_proposal -> 'changes') ch
+                      WHERE ch ->> 'field' LIKE 'create\_item.%' GROUP BY ch ->> 'target_id', ch ->> 'field' HAVING count(*) > 1) THEN
+            PERFORM trovesnap.fail('invalid_input:changes', 'the item is created in the candidate''s sale, each field once');
         END IF;
         v_sales := ARRAY[c.sale_id];
     WHEN 'publish_item' THEN
@@ -613,6 +639,7 @@ BEGIN
         ELSE
             v_kind := 'sale';
             PERFORM trovesnap.check_ref('estate_sales', 'sale_id', v_target);
+            PERFORM trovesnap.require_assigned(p, v_target, 'sale', v_target);
             PERFORM trovesnap.check_versions(p_proposal -> 'expected_versions', false);
             SELECT * INTO s FROM trovesnap.estate_sales es WHERE es.id = v_target;
             IF s.status NOT IN ('published', 'live') THEN
@@ -627,6 +654,7 @@ BEGIN
         v_kind := 'export';
         v_target := v_ids[1];
         PERFORM trovesnap.check_ref('export_drafts', 'export_id', v_target);
+        PERFORM trovesnap.require_export_assigned(p, v_target);
         v_facts := trovesnap.export_facts(v_target);
         IF v_facts ->> 'status' NOT IN ('staged', 'delivery_proposed') THEN
             PERFORM trovesnap.fail('transition_invalid', format('export %s is %s: only a staged export can be delivered',
@@ -947,7 +975,7 @@ $$;
 -- Nothing here is executable but by its owner, except the RPCs granted below.
 SELECT trovesnap.revoke_execute(ARRAY[
     'proposal_status', 'proposal_json', 'grant_json', 'policy_json', 'policy_usage', 'action_tool',
-    'require_assigned', 'item_state', 'item_ready', 'max_bulk_targets', 'target_version', 'check_versions',
+    'require_assigned', 'require_export_assigned', 'item_state', 'item_ready', 'max_bulk_targets', 'target_version', 'check_versions',
     'promote_inventory_candidate', 'publish_item', 'publish_sale', 'mcp_proposal_state', 'mcp_create_proposal',
     'mcp_get_proposal', 'mcp_approval_state', 'mcp_execute_proposal']);
 GRANT EXECUTE ON FUNCTION

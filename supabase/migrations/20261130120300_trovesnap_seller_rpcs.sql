@@ -444,7 +444,12 @@ DECLARE
     s trovesnap.seller_ctx;
     p trovesnap.proposals;
 BEGIN
+    -- approval.grant first: a member who may not decide learns nothing
+    -- about the proposal and takes no lock.
     s := trovesnap.seller_enter(p_tenant_id, NULL);
+    IF NOT trovesnap.has_perm(s.role, 'approval.grant') THEN
+        PERFORM trovesnap.fail('permission_denied:approval.grant');
+    END IF;
     PERFORM trovesnap.seller_actor(s, p_actor_id);
     IF length(coalesce(p_reason, '')) > 1000 THEN
         PERFORM trovesnap.fail('invalid_input:reason', 'at most 1000 characters');
@@ -722,6 +727,10 @@ DECLARE
     s trovesnap.seller_ctx;
 BEGIN
     s := trovesnap.seller_enter(p_tenant_id, NULL);
+    -- One's own role; another member's only for a member who manages clients.
+    IF p_user_id IS DISTINCT FROM s.user_id AND NOT trovesnap.has_perm(s.role, 'client.manage') THEN
+        PERFORM trovesnap.fail('permission_denied:client.manage');
+    END IF;
     RETURN coalesce((SELECT m.role FROM trovesnap.memberships m WHERE m.tenant_id = s.tenant_id AND m.user_id = p_user_id), '');
 END
 $$;
