@@ -270,7 +270,7 @@ func (s *Store) buildExportDelivery(ctx context.Context, tx *sql.Tx, p domain.Pr
 	if err := rows.Err(); err != nil {
 		return s.dbErr("export items", err)
 	}
-	return domain.BuildExportDelivery(prop, e)
+	return domain.BuildExportDelivery(p, prop, e)
 }
 
 // itemField is the current value of a changeable item field (the change
