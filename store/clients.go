@@ -199,6 +199,9 @@ func (s *Store) SetClientStatus(ctx context.Context, id, status, by string) (dom
 		if err != nil {
 			return s.dbErr("set client status", err)
 		}
+		if err := s.mayManage(ctx, tx, c, by); err != nil {
+			return err
+		}
 		if !slices.Contains(clientTransitions[c.Status], status) {
 			return fmt.Errorf("client %s is %s and cannot become %s: %w", id, c.Status, status, domain.ErrTransitionInvalid)
 		}
@@ -221,6 +224,28 @@ func (s *Store) SetClientStatus(ctx context.Context, id, status, by string) (dom
 	return out, err
 }
 
+// mayManage decides who changes a client. A named user (a seller surface:
+// the approval terminal, a signed-in CLI) must hold client.manage in the
+// client's tenant; a user of another tenant finds no such client, exactly
+// as the live RPCs answer. No user is the machine's operator at the local
+// CLI in mock mode.
+func (s *Store) mayManage(ctx context.Context, tx *sql.Tx, c domain.Client, by string) error {
+	if by == "" {
+		return nil
+	}
+	role, err := s.roleIn(ctx, tx, c.TenantID, by)
+	if err != nil {
+		return err
+	}
+	switch {
+	case role == "":
+		return domain.UnknownRef("client", c.ID, true)
+	case !(domain.Principal{Role: role}).Has(domain.PermClientManage):
+		return fmt.Errorf("%s (%s) may not manage clients: %w", by, role, domain.ErrPermissionDenied)
+	}
+	return nil
+}
+
 // RotateCredential replaces a client's credential; the old one stops
 // working at once.
 func (s *Store) RotateCredential(ctx context.Context, id, by string) (domain.Client, string, error) {
@@ -233,6 +258,9 @@ func (s *Store) RotateCredential(ctx context.Context, id, by string) (domain.Cli
 		}
 		if err != nil {
 			return s.dbErr("rotate credential", err)
+		}
+		if err := s.mayManage(ctx, tx, c, by); err != nil {
+			return err
 		}
 		if c.Status == domain.ClientRevoked {
 			return fmt.Errorf("client %s is revoked: %w", id, domain.ErrTransitionInvalid)

@@ -15,9 +15,8 @@ import (
 type Backend interface {
 	domain.ApprovalAdmin
 	ListClients(ctx context.Context, tenantID string) ([]domain.Client, error)
-	// SetClientStatus suspends, reactivates or revokes a client. The store
-	// does not check the caller's permission; the terminal checks
-	// client.manage itself before calling it.
+	// SetClientStatus suspends, reactivates or revokes a client; the
+	// backend refuses an actor without client.manage in its tenant.
 	SetClientStatus(ctx context.Context, id, status, by string) (domain.Client, error)
 	// EffectiveLimits bounds the grant constraints a seller may set.
 	EffectiveLimits(ctx context.Context, tenantID, clientID string) (domain.Limits, error)

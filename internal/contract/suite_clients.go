@@ -263,6 +263,22 @@ func testClientLifecycle(t *testing.T, in Instance) {
 	unchanged(t, "refused status changes", before, in.Counts(t))
 	state(domain.ClientSuspended, true)
 
+	// Only a member holding client.manage in the client's tenant changes it:
+	// a cataloger is refused; another tenant's owner finds no such client.
+	cat := in.Clients(t, fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	if _, err := cat.SetClientStatus(ctx, c.ID, domain.ClientActive, fixtures.CatalogerUserID); !errors.Is(err, domain.ErrPermissionDenied) {
+		t.Fatalf("a cataloger reactivating: %v, want ErrPermissionDenied", err)
+	}
+	if _, _, err := cat.RotateCredential(ctx, c.ID, fixtures.CatalogerUserID); !errors.Is(err, domain.ErrPermissionDenied) {
+		t.Fatalf("a cataloger rotating: %v, want ErrPermissionDenied", err)
+	}
+	stranger := in.Clients(t, fixtures.OtherTenantID, fixtures.OtherOwnerUserID)
+	if _, err := stranger.SetClientStatus(ctx, c.ID, domain.ClientActive, fixtures.OtherOwnerUserID); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another tenant's owner reactivating: %v, want an unknown client", err)
+	}
+	unchanged(t, "changes by members who may not make them", before, in.Counts(t))
+	state(domain.ClientSuspended, true)
+
 	// Reactivate.
 	r, err := a.SetClientStatus(ctx, c.ID, domain.ClientActive, by)
 	if err != nil || r.Status != domain.ClientActive {
