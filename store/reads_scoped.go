@@ -162,95 +162,75 @@ func (s *Store) attachPriceHistory(ctx context.Context, tx *sql.Tx, tenantID str
 	return nil
 }
 
-// GetSale reads one sale of the principal's tenant.
-func (s *Store) GetSale(ctx context.Context, p domain.Principal, saleID string) (domain.Sale, error) {
-	var out domain.Sale
+// getOwned reads one record of the principal's tenant by id inside a read
+// transaction: a missing record and another tenant's are the same RefError
+// (cross_tenant set for the audit only), and a sale-scoped member must be
+// assigned to the record's sale. then, when set, completes the record in
+// the same transaction.
+func getOwned[T any](ctx context.Context, s *Store, p domain.Principal, field, id, query string, scan func(interface{ Scan(...any) error }) (T, error),
+	owner func(T) (tenantID, saleID string), then func(*sql.Tx, *T) error) (T, error) {
+	var out T
 	if err := requireTenant(p); err != nil {
 		return out, err
 	}
 	err := s.withRead(ctx, func(tx *sql.Tx) error {
-		sl, err := scanSale(tx.QueryRowContext(ctx, "SELECT "+saleCols+" FROM estate_sales WHERE id = ?", saleID))
+		v, err := scan(tx.QueryRowContext(ctx, query, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return domain.UnknownRef("sale_id", saleID, false)
+			return domain.UnknownRef(field, id, false)
 		}
 		if err != nil {
-			return s.dbErr("get sale", err)
+			return s.dbErr("get "+field, err)
 		}
-		if sl.TenantID != p.TenantID {
-			return domain.UnknownRef("sale_id", saleID, true)
+		tenant, sale := owner(v)
+		if tenant != p.TenantID {
+			return domain.UnknownRef(field, id, true)
 		}
-		if err := requireAssigned(p, sl.ID); err != nil {
+		if err := requireAssigned(p, sale); err != nil {
 			return err
 		}
-		out = sl
+		if then != nil {
+			if err := then(tx, &v); err != nil {
+				return err
+			}
+		}
+		out = v
 		return nil
 	})
 	if err != nil {
-		return domain.Sale{}, err
+		var zero T
+		return zero, err
 	}
 	return out, nil
+}
+
+// GetSale reads one sale of the principal's tenant.
+func (s *Store) GetSale(ctx context.Context, p domain.Principal, saleID string) (domain.Sale, error) {
+	return getOwned(ctx, s, p, "sale_id", saleID, "SELECT "+saleCols+" FROM estate_sales WHERE id = ?", scanSale,
+		func(v domain.Sale) (string, string) { return v.TenantID, v.ID }, nil)
 }
 
 // GetItem reads one item of the principal's tenant with the extras inc asks for.
 func (s *Store) GetItem(ctx context.Context, p domain.Principal, itemID string, inc domain.ItemIncludes) (domain.ItemDetail, error) {
-	var out domain.ItemDetail
-	if err := requireTenant(p); err != nil {
-		return out, err
+	scan := func(r interface{ Scan(...any) error }) (domain.ItemDetail, error) {
+		it, err := scanItem(r)
+		return domain.ItemDetail{Item: it}, err
 	}
-	err := s.withRead(ctx, func(tx *sql.Tx) error {
-		it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemCols+" FROM items WHERE id = ?", itemID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return domain.UnknownRef("item_id", itemID, false)
-		}
-		if err != nil {
-			return s.dbErr("get item", err)
-		}
-		if it.TenantID != p.TenantID {
-			return domain.UnknownRef("item_id", itemID, true)
-		}
-		if err := requireAssigned(p, it.SaleID); err != nil {
-			return err
-		}
-		details := []domain.ItemDetail{{Item: it}}
-		if err := s.attachDetails(ctx, tx, p.TenantID, details, inc); err != nil {
-			return err
-		}
-		out = details[0]
-		return nil
-	})
-	if err != nil {
-		return domain.ItemDetail{}, err
-	}
-	return out, nil
+	return getOwned(ctx, s, p, "item_id", itemID, "SELECT "+itemCols+" FROM items WHERE id = ?", scan,
+		func(v domain.ItemDetail) (string, string) { return v.TenantID, v.SaleID },
+		func(tx *sql.Tx, v *domain.ItemDetail) error {
+			details := []domain.ItemDetail{*v}
+			if err := s.attachDetails(ctx, tx, p.TenantID, details, inc); err != nil {
+				return err
+			}
+			*v = details[0]
+			return nil
+		})
 }
 
 // GetCandidate reads one candidate of the principal's tenant.
 func (s *Store) GetCandidate(ctx context.Context, p domain.Principal, candidateID string) (domain.Candidate, error) {
-	var out domain.Candidate
-	if err := requireTenant(p); err != nil {
-		return out, err
-	}
-	err := s.withRead(ctx, func(tx *sql.Tx) error {
-		c, err := scanCandidate(tx.QueryRowContext(ctx, "SELECT "+candidateCols+" FROM inventory_candidates WHERE id = ?", candidateID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return domain.UnknownRef("candidate_id", candidateID, false)
-		}
-		if err != nil {
-			return s.dbErr("get candidate", err)
-		}
-		if c.TenantID != p.TenantID {
-			return domain.UnknownRef("candidate_id", candidateID, true)
-		}
-		if err := requireAssigned(p, c.SaleID); err != nil {
-			return err
-		}
-		out = c
-		return nil
-	})
-	if err != nil {
-		return domain.Candidate{}, err
-	}
-	return out, nil
+	return getOwned(ctx, s, p, "candidate_id", candidateID, "SELECT "+candidateCols+" FROM inventory_candidates WHERE id = ?", scanCandidate,
+		func(v domain.Candidate) (string, string) { return v.TenantID, v.SaleID }, nil)
 }
 
 const runCols = `r.id, r.tenant_id, r.source_descriptor_id, ifnull(r.sale_id, ''), r.kind, r.status, r.record_count,
