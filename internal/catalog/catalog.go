@@ -78,9 +78,7 @@ func build() {
 	lookupTool = func(name string) (*Tool, bool) { t, ok := byName[name]; return t, ok }
 	all = make([]Tool, 0, len(constructors))
 	for _, c := range constructors {
-		t := c()
-		restrictModes(&t)
-		all = append(all, t)
+		all = append(all, c())
 	}
 	slices.SortFunc(all, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
 	byName = make(map[string]*Tool, len(all))

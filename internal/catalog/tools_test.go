@@ -151,9 +151,7 @@ func TestDecide_ExperimentalToolsInvisible(t *testing.T) {
 			if p.Public { // the public principal sees the active public tools only
 				want = slices.DeleteFunc(want, func(n string) bool { return !slices.Contains(specPublic, n) })
 			}
-			if mode == domain.ModeLive { // live offers only what the live backend serves
-				want = slices.DeleteFunc(want, func(n string) bool { return !liveReady[n] })
-			}
+			// Every tool runs in both modes: the live backend serves them all.
 			if !slices.Equal(visible, want) {
 				t.Errorf("%s public=%v sees %v, want %v", mode, p.Public, visible, want)
 			}
