@@ -19,9 +19,8 @@ import (
 
 // liveActionTools are the proposal actions whose domain function the live
 // database runs (migrations 6 and 10) — every action — by the controlled
-// action that executes each, as trovesnap.action_tool pairs them. An action
-// outside it would stay mock-only, and the catalog would not offer its
-// tools in live mode.
+// action that executes each, as trovesnap.action_tool pairs them. Anything
+// else is not a controlled action (ErrInvalidInput).
 var liveActionTools = map[string]string{
 	"trove_execute_candidate_promotion": domain.ActionPromoteCandidate,
 	"trove_publish_item":                domain.ActionPublishItem,
@@ -132,9 +131,6 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
 	if !liveAction(d.Action) {
-		if domain.DomainFunction(d.Action) != "" {
-			return domain.Proposal{}, domain.WriteOutcome{}, notYet("CreateProposal " + d.Action)
-		}
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
 	args := keyArgs(h, w)
@@ -270,7 +266,7 @@ func (b *Backend) ExecuteProposal(ctx context.Context, p domain.Principal, w dom
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
 	}
 	if _, ok := liveActionTools[w.Idem.Tool]; !ok {
-		return domain.ExecutionResult{}, domain.WriteOutcome{}, notYet("ExecuteProposal " + w.Idem.Tool)
+		return domain.ExecutionResult{}, domain.WriteOutcome{}, fmt.Errorf("live: %q is not a controlled action: %w", w.Idem.Tool, domain.ErrInvalidInput)
 	}
 	args := writeArgs(h, w)
 	args["p_proposal_id"] = proposalID
