@@ -138,6 +138,9 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 	if abs, err := filepath.Abs(c.DBPath); err == nil {
 		c.DBPath = abs
 	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs // the setup guards and doctor compare it with other paths
+	}
 	return c, nil
 }
 
