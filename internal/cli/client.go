@@ -179,7 +179,7 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 
 // previewsFor builds the host setup previews from the one pure function.
 func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool) ([]setup.Preview, error) {
-	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID}
+	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir}
 	if !portable {
 		exe, err := f.Executable()
 		if err != nil {
