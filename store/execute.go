@@ -28,7 +28,7 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 	}
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ExecutionResult, domain.Related, error) {
 		var res domain.ExecutionResult
-		prop, err := s.getProposal(ctx, tx, p.TenantID, proposalID)
+		prop, err := s.getProposalAs(ctx, tx, p, proposalID)
 		if err != nil {
 			return res, domain.Related{}, err
 		}

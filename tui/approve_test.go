@@ -266,7 +266,7 @@ func TestDeny_ReasonIsRecordedAndTheProposalRejected(t *testing.T) {
 	if status != domain.ProposalDenied || reason != "wrong candidate, try item_991 yes" || by != fixtures.DemoUserID {
 		t.Fatalf("%s %q %s", status, reason, by)
 	}
-	trail, err := storeBackend{h.st}.AuditTrail(context.Background(), fixtures.DemoTenantID, h.proposal(pid).CorrelationID)
+	trail, err := storeBackend{h.st.AsSeller(fixtures.DemoUserID)}.AuditTrail(context.Background(), fixtures.DemoTenantID, h.proposal(pid).CorrelationID)
 	if err != nil || len(trail) == 0 || trail[len(trail)-1].Action != "approval_denied" {
 		t.Fatalf("trail %+v %v", trail, err)
 	}

@@ -18,6 +18,7 @@ type state struct {
 	tenant, actor, mode string
 	role                string
 	risk                func(tool string) string
+	changeVisible       func(role, field string) bool
 	now                 time.Time
 	poll                time.Duration
 	loaded              bool

@@ -97,14 +97,15 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 	// follow the queue, and every approve or deny is refused with a
 	// message naming their role (the service and the store refuse again).
 	return d.run(ctx, tui.Options{
-		Backend:  approveBackend{st},
-		TenantID: tenant,
-		ActorID:  o.As,
-		Mode:     string(cfg.Mode),
-		Clock:    f.Clock,
-		IDs:      f.IDs,
-		RiskOf:   riskOf,
-		NoColor:  f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
+		Backend:       approveBackend{st.AsSeller(o.As)},
+		TenantID:      tenant,
+		ActorID:       o.As,
+		Mode:          string(cfg.Mode),
+		Clock:         f.Clock,
+		IDs:           f.IDs,
+		RiskOf:        riskOf,
+		ChangeVisible: catalog.ChangeVisible,
+		NoColor:       f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
 	}, f.IO.In, f.IO.Out) // q returns nil; a signal returns context.Canceled (exit 130)
 }
 
@@ -132,14 +133,15 @@ func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveO
 			o.As, who.UserID, who.Email)}
 	}
 	return d.run(ctx, tui.Options{
-		Backend:  seller,
-		TenantID: m.TenantID,
-		ActorID:  who.UserID,
-		Mode:     string(cfg.Mode),
-		Clock:    f.Clock,
-		IDs:      f.IDs,
-		RiskOf:   riskOf,
-		NoColor:  f.Getenv("NO_COLOR") != "",
+		Backend:       seller,
+		TenantID:      m.TenantID,
+		ActorID:       who.UserID,
+		Mode:          string(cfg.Mode),
+		Clock:         f.Clock,
+		IDs:           f.IDs,
+		RiskOf:        riskOf,
+		ChangeVisible: catalog.ChangeVisible,
+		NoColor:       f.Getenv("NO_COLOR") != "",
 	}, f.IO.In, f.IO.Out)
 }
 
@@ -192,7 +194,9 @@ func isInteractive(s IOStreams) bool {
 
 // approveBackend is the store as the terminal sees it; only the audit
 // trail needs adapting, because the store's event filter is its own type.
-type approveBackend struct{ *store.Store }
+// It is the store acting as the seller (store.SellerView), so a sale-scoped
+// seller's queue, detail and decisions cover only its assigned sales.
+type approveBackend struct{ store.SellerView }
 
 var (
 	_ tui.Backend = approveBackend{}

@@ -120,6 +120,12 @@ func TestApprove_AsResolvesTheSellerOrRefuses(t *testing.T) {
 				got.RiskOf("trove_publish_item") != "high_impact" || got.Backend == nil {
 				t.Fatalf("options %+v", got)
 			}
+			// The terminal acts as the seller (sale assignment) and hides
+			// what the seller's role may not see, by the catalog's rule.
+			if b, ok := got.Backend.(approveBackend); !ok || b.UserID != c.as || got.ChangeVisible == nil ||
+				got.ChangeVisible(domain.RoleCataloger, "price_cents") || !got.ChangeVisible(domain.RoleOwner, "price_cents") {
+				t.Fatalf("the terminal does not act as %s with the role projection: %+v", c.as, got)
+			}
 			if out.Len() != 0 {
 				t.Fatalf("stdout %q", out)
 			}

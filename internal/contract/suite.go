@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runClients(t, open)   // suite_clients.go: client administration
 	runIngestion(t, open) // suite_ingestion.go: CSV import, status reports, media, drafts, exports
 	runActions(t, open)   // suite_actions.go: the remaining controlled actions
+	runHardeningProposals(t, open)
 }
 
 var ctx = context.Background()
