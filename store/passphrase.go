@@ -345,7 +345,16 @@ func (s *Store) failPassphraseAttempt(ctx context.Context, a PassphraseAttempt) 
 // command refused before it did anything (the agent-shell tripwire). detail
 // is an allow-listed summary: names, never secrets.
 func (s *Store) RecordSellerRefusal(ctx context.Context, a PassphraseAttempt, action string, detail map[string]string) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error { return s.insertRefusal(ctx, tx, a, action, detail) })
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		if a.Actor == "" { // the seller it would have acted as: the passphrase's owner
+			r, err := s.readPassphrase(ctx, tx)
+			if err != nil {
+				return err
+			}
+			a.Actor = r.Owner
+		}
+		return s.insertRefusal(ctx, tx, a, action, detail)
+	})
 }
 
 // insertRefusal writes the event of a refused seller command into the
