@@ -125,6 +125,10 @@ func TestHardening_GrantingCommandsNeedThePassphrase(t *testing.T) {
 			t.Errorf("%s with the passphrase: %+v", c.name, r)
 		}
 	}
+	// The refusals are links of the tenant's chain like any other event.
+	if r := run(t, env, "--db", db, "audit", "verify"); r.code != cli.ExitOK {
+		t.Fatalf("audit verify after the refusals: %+v", r)
+	}
 }
 
 // With no passphrase set, each refuses and says how to set one.
