@@ -49,9 +49,10 @@ type PassphraseParams struct {
 
 // DefaultPassphraseParams make new hashes: argon2id with 64 MiB of memory,
 // 2 passes and 2 lanes (RFC 9106's memory-constrained choice is 64 MiB with
-// 3 passes; OWASP's floor is 19 MiB with 2). One hash took 0.59 s on the
-// shared 2-core build machine under a load of 27, about 0.1 s on an idle
-// laptop core: unnoticed once per command, costly for offline guessing.
+// 3 passes; OWASP's floor is 19 MiB with 2). One hash took 0.59–0.60 s
+// (best of 5) on the shared 2-core build machine at a load average of
+// 16–27; an idle core should take a fraction of that. Unnoticed once per
+// command, costly for offline guessing.
 var DefaultPassphraseParams = PassphraseParams{Time: 2, MemoryKiB: 64 * 1024, Threads: 2}
 
 // Passphrase rate limit: after PassphraseMaxFailures wrong attempts within
