@@ -24,7 +24,7 @@ type table struct {
 // inserts in this order and Reset deletes in the reverse one. Counts and
 // Digest report exactly these (a test checks the list against sqlite_schema,
 // so a table added by a migration cannot be forgotten here).
-var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox)
+var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox, tablesPassphrase)
 
 // tables0001 and tables0002 are the tables of the first two migrations;
 // later migrations list theirs beside their code (tables_*.go).
@@ -172,6 +172,9 @@ func (s *Store) Reset(ctx context.Context, ds domain.Dataset, by string) (ResetR
 		// checked immediately, so a bad dataset fails on the row that is
 		// wrong, with its id in the error.
 		for i := len(tables) - 1; i >= 0; i-- {
+			if keptOnReset[tables[i].name] {
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM "+tables[i].name); err != nil {
 				return s.dbErr("reset: delete "+tables[i].name, err)
 			}

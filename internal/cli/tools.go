@@ -142,6 +142,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 		},
 	}
 	var reads, cand, props, ctrl, bulk int
+	var limitsPassStdin bool
 	var paid float64
 	set := &cobra.Command{
 		Use:   "set",
@@ -151,11 +152,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
-			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
 				}
+				cur := l
 				fl := cmd.Flags()
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
 					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets} {
@@ -166,6 +168,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				}
 				if fl.Changed("paid-usd-per-day") {
 					l.MaxDailyPaidCostUSD = paid
+				}
+				if raised := limitsRaised(cur, l); len(raised) > 0 { // raising widens authority; lowering needs nothing
+					g := sellerGate{Command: "limits set (raising " + strings.Join(raised, ", ") + ")", Tenant: tenant, Stdin: limitsPassStdin}
+					if _, err := authorizeFor(cmd.Context(), f, cfg, a, g); err != nil {
+						return err
+					}
 				}
 				if err := a.SetLimits(cmd.Context(), tenant, client, l); err != nil {
 					return clientError(err)
@@ -186,6 +194,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	set.Flags().IntVar(&ctrl, "controlled-actions", 0, "controlled actions per minute")
 	set.Flags().IntVar(&bulk, "bulk-targets", 0, "maximum targets of a bulk action")
 	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
+	set.Flags().BoolVar(&limitsPassStdin, "passphrase-stdin", false, "raising a limit: read the seller's approval passphrase from the first line of standard input")
 	cmd.AddCommand(show, set)
 	return cmd
 }
