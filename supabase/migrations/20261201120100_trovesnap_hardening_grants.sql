@@ -1,4 +1,4 @@
--- trovesnap live mode, migration 14 (issue 13, findings 4 and 9): grants
+-- trovesnap live mode, migration 13 (issue 13, findings 4 and 9): grants
 -- bound to the client and actor that asked, and the daily paid budgets
 -- enforced. Mirrors the embedded store (store/execute.go, store/grants.go,
 -- store/budget.go).
@@ -472,6 +472,6 @@ $$;
 SELECT trovesnap.revoke_execute(ARRAY['daily_paid_budget', 'paid_spent_today', 'usd', 'require_cost_budget',
                                       'proposal_cost_budget']);
 
-INSERT INTO trovesnap.schema_migrations (version, name) VALUES (14, '20261201120100_trovesnap_hardening_grants');
+INSERT INTO trovesnap.schema_migrations (version, name) VALUES (13, '20261201120100_trovesnap_hardening_grants');
 
 RESET ROLE;
