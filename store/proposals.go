@@ -32,6 +32,9 @@ func (s *Store) CreateProposal(ctx context.Context, p domain.Principal, w domain
 		if err != nil {
 			return domain.Proposal{}, domain.Related{}, err
 		}
+		if err := s.checkCostBudget(ctx, tx, p.TenantID, p.Client.ID, prop.Impact.EstimatedCostUSD, now); err != nil {
+			return domain.Proposal{}, domain.Related{}, err
+		}
 		prop.ID = s.ids.New(domain.PrefixProposal)
 		if prop.Hash, err = seal(prop); err != nil {
 			return domain.Proposal{}, domain.Related{}, fmt.Errorf("store: seal proposal: %w", domain.ErrInvalidInput)

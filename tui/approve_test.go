@@ -49,7 +49,8 @@ func TestApprove_EnterAYGrantsAndTheAgentsExecutionSucceeds(t *testing.T) {
 	wantAction(t, m, "a", StartApprove{ID: pid})
 	m = h.press(m, "a")
 	p := h.proposal(pid)
-	mustContain(t, m, "Approve "+pid+"?", "bound to exactly this proposal, whose hash is", p.Hash)
+	mustContain(t, m, "Approve "+pid+"?", "bound to exactly this proposal and to the agent that asked for it,",
+		p.RequestedBy.ClientID+" acting for "+p.RequestedBy.ActorID+"; the proposal's hash is", p.Hash)
 
 	wantAction(t, m, "y", Approve{ProposalID: pid, Hash: p.Hash, Constraints: approval.DefaultConstraints(p), TTL: 30 * time.Minute})
 	if n := len(h.grants("")); n != 0 {

@@ -133,7 +133,7 @@ func TestApprove_BinaryUnderAPseudoTerminalApproves(t *testing.T) {
 	term.press("\r")
 	term.waitFor("Targets (1)")
 	term.press("a")
-	term.waitFor("bound to exactly this proposal, whose hash is")
+	term.waitFor("bound to exactly this proposal and to the agent that asked for it,")
 	term.press("y")
 
 	st, err := store.Open(ctx, db, store.Options{})

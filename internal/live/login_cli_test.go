@@ -301,7 +301,7 @@ func TestCLI_LiveApproveOnATerminal(t *testing.T) {
 	term.press(t, "\r")
 	term.waitFor(t, "Targets (1)")
 	term.press(t, "a")
-	term.waitFor(t, "bound to exactly this proposal, whose hash is")
+	term.waitFor(t, "bound to exactly this proposal and to the agent that asked for it,")
 	term.press(t, "y")
 	admin := sellerAs(t, env, fixtures.DemoUserID)
 	var grants []domain.Grant
