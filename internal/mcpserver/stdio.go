@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -181,6 +183,7 @@ func readLine(r *bufio.Reader, limit int) ([]byte, *lineScan, error) {
 		if sc.size > limit || sc.tooDeep {
 			buf = nil
 		} else {
+			buf = grow(buf, len(body))
 			buf = append(buf, body...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -188,6 +191,17 @@ func readLine(r *bufio.Reader, limit int) ([]byte, *lineScan, error) {
 		}
 		return bytes.TrimSuffix(buf, []byte("\r")), sc, err
 	}
+}
+
+// grow makes room for n more bytes by doubling, so a line of L bytes costs
+// about 2L in allocations rather than append's ~5L for large slices.
+func grow(buf []byte, n int) []byte {
+	if cap(buf)-len(buf) >= n {
+		return buf
+	}
+	nb := make([]byte, len(buf), max(2*cap(buf), len(buf)+n))
+	copy(nb, buf)
+	return nb
 }
 
 // lineScan is the one pass over a raw line: its size, its nesting depth
@@ -315,8 +329,10 @@ func (s *lineScan) replyID() json.RawMessage {
 	if len(id) == 0 || len(id) > maxEchoedID || !json.Valid(id) {
 		return nil
 	}
-	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
-		return nil
+	if c := id[0]; c != '"' {
+		if f, err := strconv.ParseFloat(string(id), 64); err != nil || math.IsInf(f, 0) {
+			return nil // not a number a client could read back
+		}
 	}
 	return id
 }
@@ -354,7 +370,7 @@ func checkFrame(line []byte, id json.RawMessage) (jsonrpc.Message, []byte) {
 	default:
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a JSON-RPC message must be an object")
 	}
-	msg, err := jsonrpc.DecodeMessage(line)
+	msg, err := decodeMessage(line)
 	if err != nil {
 		return nil, rpcError(id, jsonrpc.CodeInvalidRequest, `Invalid Request: want "jsonrpc":"2.0", a string method and a string or number id`)
 	}
@@ -362,6 +378,40 @@ func checkFrame(line []byte, id json.RawMessage) (jsonrpc.Message, []byte) {
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, `Invalid Request: want "jsonrpc":"2.0" and a method`)
 	}
 	return msg, nil
+}
+
+// decodeMessage decodes a checked line. A request is built here, with one
+// copy of its params: the SDK's decoder buffers a message several times
+// over, and a request carries the large part (a tool's arguments). A
+// response (to a server-initiated request; small) is left to the SDK's own
+// decoder. Keys match exactly, as in the SDK.
+func decodeMessage(line []byte) (jsonrpc.Message, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(line, &top); err != nil {
+		return nil, err
+	}
+	method, ok := top["method"]
+	if !ok {
+		return jsonrpc.DecodeMessage(line)
+	}
+	var version, name string
+	if json.Unmarshal(top["jsonrpc"], &version) != nil || version != "2.0" {
+		return nil, errors.New("not JSON-RPC 2.0")
+	}
+	if len(method) == 0 || method[0] != '"' || json.Unmarshal(method, &name) != nil {
+		return nil, errors.New("method is not a string")
+	}
+	var rawID any
+	if raw, ok := top["id"]; ok {
+		if err := json.Unmarshal(raw, &rawID); err != nil {
+			return nil, err
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonrpc.Request{ID: id, Method: name, Params: top["params"]}, nil
 }
 
 func rpcError(id json.RawMessage, code int, msg string) []byte {
