@@ -32,6 +32,7 @@ func scan(s string, n int) *lineScan {
 func refDepth(t testing.TB, s string) int {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
 	depth, deepest := 0, 0
 	for {
 		tok, err := dec.Token()
