@@ -88,7 +88,12 @@ type guardConn struct {
 }
 
 func (c *guardConn) readLoop(in io.Reader) {
-	defer close(c.done)
+	defer func() {
+		if c.readErr == nil {
+			c.readErr = io.EOF
+		}
+		close(c.done)
+	}()
 	r := bufio.NewReaderSize(in, 64<<10)
 	limit := MaxFrameBytes()
 	for {
@@ -106,10 +111,7 @@ func (c *guardConn) readLoop(in io.Reader) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.EOF
-			}
-			c.readErr = err
+			c.readErr = err // io.EOF ends the session cleanly
 			return
 		}
 	}
