@@ -319,7 +319,10 @@ func (s *syncBuffer) Bytes() []byte {
 func FuzzStdioGuard(f *testing.F) {
 	f.Add("{garbage\n[]\n", "tools/call", `{"name":"trove_list_sales","arguments":{}}`)
 	f.Fuzz(func(t *testing.T, lines, method, params string) {
-		if !utf8.ValidString(method) || !json.Valid([]byte(params)) || !strings.HasPrefix(strings.TrimSpace(params), "{") ||
+		if !utf8.ValidString(method) { // json.Marshal would replace the bad bytes
+			method = "tools/call"
+		}
+		if !json.Valid([]byte(params)) || !strings.HasPrefix(strings.TrimSpace(params), "{") ||
 			refDepth(t, params) > MaxDepth-1 || len(params) > 64<<10 {
 			params = `{}`
 		}
