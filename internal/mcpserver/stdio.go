@@ -176,34 +176,33 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // either, the rest is read and scanned (for the id) but not kept, and the
 // returned line is nil.
 func readLine(r *bufio.Reader, limit int) ([]byte, *lineScan, error) {
-	var buf []byte
+	// A long line arrives in bufio-sized chunks; they are copied once more
+	// into one slice of the exact size at the end (2L at the peak, L after).
+	var chunks [][]byte
 	sc := &lineScan{}
 	for {
 		chunk, err := r.ReadSlice('\n')
 		body := bytes.TrimSuffix(chunk, []byte("\n"))
 		sc.feed(body)
 		if sc.size > limit || sc.tooDeep {
-			buf = nil
-		} else {
-			buf = grow(buf, len(body))
-			buf = append(buf, body...)
+			chunks = nil
+		} else if len(body) > 0 {
+			chunks = append(chunks, bytes.Clone(body))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSuffix(buf, []byte("\r")), sc, err
+		var line []byte
+		if len(chunks) == 1 {
+			line = chunks[0]
+		} else if len(chunks) > 1 {
+			line = make([]byte, 0, sc.size)
+			for _, c := range chunks {
+				line = append(line, c...)
+			}
+		}
+		return bytes.TrimSuffix(line, []byte("\r")), sc, err
 	}
-}
-
-// grow makes room for n more bytes by doubling, so a line of L bytes costs
-// about 2L in allocations rather than append's ~5L for large slices.
-func grow(buf []byte, n int) []byte {
-	if cap(buf)-len(buf) >= n {
-		return buf
-	}
-	nb := make([]byte, len(buf), max(2*cap(buf), len(buf)+n))
-	copy(nb, buf)
-	return nb
 }
 
 // lineScan is the one pass over a raw line: its size, its nesting depth
@@ -382,13 +381,13 @@ func checkFrame(line []byte, id json.RawMessage) (jsonrpc.Message, []byte) {
 	return msg, nil
 }
 
-// decodeMessage decodes a checked line. A request is built here, with one
-// copy of its params: the SDK's decoder buffers a message several times
-// over, and a request carries the large part (a tool's arguments). A
+// decodeMessage decodes a checked line. A request is built here, its
+// params a slice of the line: the SDK's decoder buffers a message several
+// times over, and a request carries the large part (a tool's arguments). A
 // response (to a server-initiated request; small) is left to the SDK's own
 // decoder. Keys match exactly, as in the SDK.
 func decodeMessage(line []byte) (jsonrpc.Message, error) {
-	var top map[string]json.RawMessage
+	var top map[string]rawRef
 	if err := json.Unmarshal(line, &top); err != nil {
 		return nil, err
 	}
@@ -413,7 +412,17 @@ func decodeMessage(line []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jsonrpc.Request{ID: id, Method: name, Params: top["params"]}, nil
+	return &jsonrpc.Request{ID: id, Method: name, Params: json.RawMessage(top["params"])}, nil
+}
+
+// rawRef is a json.RawMessage that keeps a slice of the input instead of a
+// copy: the line is never reused, so params can point into it.
+type rawRef []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
 }
 
 func rpcError(id json.RawMessage, code int, msg string) []byte {
