@@ -192,10 +192,17 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 		b.WriteString(`}}}`)
 		return b.String()
 	}
+	// The same size as a ping's params: what the transport and the SDK cost
+	// on their own (the SDK decodes ping params; no tool, no gate).
+	ping := func() string {
+		head := `{"jsonrpc":"2.0","id":30,"method":"ping","params":{"_meta":{"pad":"`
+		tail := `"}}}`
+		return head + strings.Repeat("A", limit-len(head)-len(tail)-1024) + tail
+	}
 	for _, c := range []struct {
 		name string
 		line func() string
-	}{{"deep, just under the frame limit", deep}, {"500k keys for trove_list_sales", keys}} {
+	}{{"deep, just under the frame limit", deep}, {"500k keys for trove_list_sales", keys}, {"ping, just under the frame limit", ping}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
 			r.initialize(t)
