@@ -1,0 +1,226 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
+)
+
+// nestObjects is n levels of {"a": … {} …}.
+func nestObjects(n int) string {
+	return strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1)
+}
+
+// awaitID returns the stdout message answering id, skipping notifications.
+// The wait is a hang guard (huge lines on a loaded machine), not a timing check.
+func (r *rawSession) awaitID(t *testing.T, id float64) map[string]any {
+	t.Helper()
+	deadline := time.After(3 * time.Minute)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("stdout closed (the server ended) while waiting for id %v; stderr:\n%s", id, r.stderr)
+			}
+			m := map[string]any{}
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m["jsonrpc"] != "2.0" {
+				t.Fatalf("stdout carried a non-JSON-RPC line: %.200q", line)
+			}
+			if m["id"] == id {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no answer to id %v; stderr:\n%s", id, r.stderr)
+		}
+	}
+}
+
+func (r *rawSession) initialize(t *testing.T) {
+	t.Helper()
+	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire-test","version":"1"}}}`)
+	r.awaitID(t, 1)
+	r.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// listSalesSucceeds sends tools/call trove_list_sales with id and wants a
+// succeeded envelope: the session is still serving.
+func (r *rawSession) listSalesSucceeds(t *testing.T, id float64) {
+	t.Helper()
+	r.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`, id))
+	m := r.awaitID(t, id)
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	if sc == nil || sc["status"] != "succeeded" {
+		t.Fatalf("trove_list_sales after the refused line: %v", m)
+	}
+}
+
+func (r *rawSession) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		t.Fatalf("the server exited: %v; stderr:\n%s", err, r.stderr)
+	default:
+	}
+}
+
+func wantRPCError(t *testing.T, m map[string]any, code float64) {
+	t.Helper()
+	e, _ := m["error"].(map[string]any)
+	if e == nil || e["code"] != code {
+		t.Fatalf("want a JSON-RPC error %v, got %v", code, m)
+	}
+}
+
+// Finding 1 (issue 13): a tools/call whose arguments or _meta nest ~1000
+// levels ended `mcp serve` (the go-sdk decoder stops at 1000 and closes the
+// session). The guard now refuses the line on its raw bytes with a JSON-RPC
+// error carrying the request's id; the next call on the same process works.
+func TestHardening_DeepNestingLineGetsErrorAndSessionGoesOn(t *testing.T) {
+	r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
+	r.initialize(t)
+	lines := map[string]string{
+		"arguments 998 deep":  `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":` + nestObjects(998) + `}}`,
+		"arguments 5000 deep": `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{"a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}}}`,
+		"_meta 998 deep":      `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{},"_meta":` + nestObjects(998) + `}}`,
+		"just over the cap":   `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":` + nestObjects(mcpserver.MaxDepth-1) + `}}`,
+	}
+	id := 10
+	for _, name := range []string{"arguments 998 deep", "arguments 5000 deep", "_meta 998 deep", "just over the cap"} {
+		t.Run(name, func(t *testing.T) {
+			r.send(t, fmt.Sprintf(lines[name], id))
+			m := r.awaitID(t, float64(id))
+			wantRPCError(t, m, -32600)
+			if msg := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "nests deeper than "+strconv.Itoa(mcpserver.MaxDepth)) {
+				t.Errorf("message %q does not say why", msg)
+			}
+			r.listSalesSucceeds(t, float64(id+1))
+			r.alive(t)
+			id += 2
+		})
+	}
+	// At the cap exactly, the line reaches the gate, which answers it.
+	r.send(t, `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"trove_list_sales","arguments":`+nestObjects(mcpserver.MaxDepth-2)+`}}`)
+	if m := r.awaitID(t, 99); m["result"] == nil {
+		t.Fatalf("a line at the depth cap was refused by the transport: %v", m)
+	}
+	r.alive(t)
+}
+
+// A line over the frame limit (the largest tool argument limit plus the
+// envelope) is refused before it is held whole; the session goes on.
+func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
+	r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
+	r.initialize(t)
+	limit := mcpserver.MaxFrameBytes()
+	if limit >= 16<<20 {
+		t.Fatalf("frame limit %d is not derived from the tools' argument limits", limit)
+	}
+	head := `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_1","image_base64":"`
+	tail := `"}}}`
+	pad := limit + 1 - len(head) - len(tail)
+	r.send(t, head+strings.Repeat("A", pad)+tail)
+	m := r.awaitID(t, 20)
+	wantRPCError(t, m, -32600)
+	if msg := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "larger than "+strconv.Itoa(limit)) {
+		t.Errorf("message %q does not say why", msg)
+	}
+	r.listSalesSucceeds(t, 21)
+	r.alive(t)
+}
+
+// vmHWM is the peak resident set of a process, in MiB (Linux only).
+func vmHWM(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	t.Skip("no VmHWM")
+	return 0
+}
+
+// Peak memory of one server process after the two worst lines a client can
+// send within the transport's limits: a line just under the frame limit of
+// nesting just under the depth cap, and ~500k keys for trove_list_sales.
+// Both must be answered and the process must stay up; the peak is reported
+// (it is a measurement, not an assertion: what the gate holds is the gate's).
+func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
+	limit := mcpserver.MaxFrameBytes()
+	deep := func() string {
+		head := `{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{"a":[`
+		tail := `]}}}`
+		// message, params, arguments, "a" = 4 levels; each element adds the rest.
+		elem := strings.Repeat("[", mcpserver.MaxDepth-4) + strings.Repeat("]", mcpserver.MaxDepth-4)
+		n := (limit - len(head) - len(tail) - 1024) / (len(elem) + 1)
+		var b strings.Builder
+		b.WriteString(head)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(elem)
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+	keys := func() string {
+		var b strings.Builder
+		b.WriteString(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{`)
+		for i := range 500_000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":1`, i)
+		}
+		b.WriteString(`}}}`)
+		return b.String()
+	}
+	// The same size as a ping's params: what the transport and the SDK cost
+	// on their own (the SDK decodes ping params; no tool, no gate).
+	ping := func() string {
+		head := `{"jsonrpc":"2.0","id":30,"method":"ping","params":{"_meta":{"pad":"`
+		tail := `"}}}`
+		return head + strings.Repeat("A", limit-len(head)-len(tail)-1024) + tail
+	}
+	for _, c := range []struct {
+		name string
+		line func() string
+	}{{"deep, just under the frame limit", deep}, {"500k keys for trove_list_sales", keys}, {"ping, just under the frame limit", ping}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
+			r.initialize(t)
+			r.listSalesSucceeds(t, 2)
+			before := vmHWM(t, r.cmd.Process.Pid)
+			line := c.line()
+			if len(line) > limit {
+				t.Fatalf("test line %d bytes is over the frame limit %d", len(line), limit)
+			}
+			r.send(t, line)
+			m := r.awaitID(t, 30)
+			if m["result"] == nil && m["error"] == nil {
+				t.Fatalf("no answer: %v", m)
+			}
+			r.listSalesSucceeds(t, 31)
+			r.alive(t)
+			after := vmHWM(t, r.cmd.Process.Pid)
+			t.Logf("%s: line %d bytes; VmHWM %.1f MiB before, %.1f MiB after", c.name, len(line), before, after)
+		})
+	}
+}
