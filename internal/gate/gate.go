@@ -114,6 +114,9 @@ type failure struct {
 	message    string
 	auditCode  string
 	retryAfter int
+	// eventStored: the call's event was already committed (with a write
+	// whose answer was lost); finishing must not record a second one.
+	eventStored bool
 }
 
 func fail(code Code) *failure { return &failure{code: code} }
@@ -123,6 +126,12 @@ func fail(code Code) *failure { return &failure{code: code} }
 // (committed with the write for persisted writes, appended otherwise).
 func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	started := time.Now()
+	// The request's cancellation (notifications/cancelled, a disconnect)
+	// must not skip the call's bookkeeping: its rate count, its write and
+	// its plugin_event. The gate's own steps run detached from it; only a
+	// handler that persists nothing still stops on it (see run).
+	reqCtx := ctx
+	ctx = context.WithoutCancel(ctx)
 	env = &Envelope{
 		ServerRequestID: g.ids.New(domain.PrefixRequest),
 		Mode:            g.mode,
@@ -155,14 +164,15 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	}
 	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 
+	var stored bool // the Backend committed the event with the write
 	defer func() {
 		if r := recover(); r != nil {
 			g.log.Error("tool call panicked", "tool", c.Tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			env = g.finishFailure(ctx, env, ev, started, fail(CodeServiceUnavailable))
+			env = g.finishFailure(ctx, env, ev, started, &failure{code: CodeServiceUnavailable, eventStored: stored})
 		}
 	}()
 
-	data, eff, f, stored := g.run(ctx, c, args, env, &ev, started)
+	data, eff, f, stored := g.run(ctx, reqCtx, c, args, env, &ev, started)
 	if f != nil {
 		return g.finishFailure(ctx, env, ev, started, f)
 	}
@@ -194,7 +204,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, stored))
 	if !stored {
 		ev.Metrics.LatencyMS = ms(time.Since(started))
-		if err := g.b.AppendEvent(ctx, ev); err != nil {
+		if err := g.appendEvent(ctx, ev); err != nil {
 			// Fail closed: a call whose audit cannot be written returns no data.
 			g.log.Error("recording plugin_event failed", "tool", c.Tool, "err", err)
 			env.Data, env.Related = nil, domain.Related{}.Normalized()
@@ -207,9 +217,10 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	return env
 }
 
-// run performs steps 1–10. stored reports that the Backend already committed
-// the call's event with its write.
-func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
+// run performs steps 1–10 on ctx, which is detached from the request's
+// cancellation; reqCtx carries it, for handlers that persist nothing. stored
+// reports that the Backend already committed the call's event with its write.
+func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
 	// 1–2: client → actor → tenant. Resolved fresh on every call so a
 	// suspension is seen by the very next request.
 	ctx = step(ctx, audit.SpanClientResolve)
@@ -357,9 +368,33 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 
 	// 9–10: ONE domain call and its projection.
 	ctx = step(ctx, audit.SpanDomainExecute)
-	data, heff, err := t.Handle(ctx, cenv, in)
+	hctx := ctx
+	if !t.Persists {
+		// Nothing to commit: a cancelled read may stop early (its failure
+		// event still records it). A persisted write runs to its own end
+		// instead, so it either commits with its event or fails without
+		// one — a cancel can never leave the outcome unknown.
+		var stop context.CancelFunc
+		hctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(reqCtx, stop)()
+	}
+	data, heff, err := t.Handle(hctx, cenv, in)
 	if err != nil {
-		return nil, eff, g.domainFailure(err), false
+		f := g.domainFailure(err)
+		if reqCtx.Err() != nil && f.code == CodeServiceUnavailable {
+			f.auditCode = "request_cancelled"
+		}
+		if t.Persists && f.code == CodeServiceUnavailable && !errors.Is(err, domain.ErrIdempotencyInFlight) {
+			// An error on the way back (a timeout after the commit) may hide
+			// a committed write, whose event is then already recorded: ask
+			// the key, so the call has exactly one event either way.
+			if state, cerr := g.b.CheckIdempotency(ctx, cenv.Write.Idem); cerr == nil && state == domain.IdemReplay {
+				f.eventStored = true
+				f.message = "The write may have completed: retry with the same idempotency_key to get its result."
+			}
+		}
+		return nil, eff, f, false
 	}
 	heff.Warnings = append(eff.Warnings, heff.Warnings...)
 	return data, heff, nil, t.Persists && !heff.Outcome.Replayed
@@ -393,12 +428,27 @@ func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event
 	ev.Related = domain.Related{}.Normalized()
 	ev.Metrics.LatencyMS = ms(time.Since(started))
 	ev.Metrics.EstimatedCostUSD = 0 // nothing ran, nothing was consumed
-	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, false))
-	if err := g.b.AppendEvent(ctx, ev); err != nil {
-		g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
+	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, f.eventStored))
+	if !f.eventStored {
+		if err := g.appendEvent(ctx, ev); err != nil {
+			g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
+		}
 	}
 	g.tel.finish(ctx, ev, env, started)
 	return env
+}
+
+// auditTimeout bounds one plugin_event write. The write is detached from the
+// request's cancellation (a cancelled or disconnected call is still
+// recorded) and bounded by this instead, so a stuck store cannot hold a call
+// forever.
+const auditTimeout = 5 * time.Second
+
+// appendEvent records a call's event detached from the request's cancellation.
+func (g *Gate) appendEvent(ctx context.Context, ev domain.Event) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	return g.b.AppendEvent(ctx, ev)
 }
 
 // principalFailure maps a credential resolution error.
