@@ -44,7 +44,21 @@ type Options struct {
 	// nil means no-op, the default: telemetry is off unless configured.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// ArgumentBytesInFlight bounds the argument bytes of all calls being
+	// parsed or run at once (default DefaultArgumentBytesInFlight).
+	ArgumentBytesInFlight int
 }
+
+// DefaultArgumentBytesInFlight is the gate-wide budget of argument bytes in
+// flight. Decoding, validating and canonicalising arguments costs a few
+// times their size (an 11 MB photo call peaks near 60 MB of live heap), so
+// one call of the largest tools runs at a time while small calls share the
+// rest: peak memory stays bounded whatever arrives.
+const DefaultArgumentBytesInFlight = 12 << 20
+
+// argumentWait is how long a call may wait for its argument bytes before it
+// is refused as service_unavailable (retryable).
+const argumentWait = 10 * time.Second
 
 // Gate runs tool calls. It is safe for concurrent use.
 type Gate struct {
@@ -55,6 +69,7 @@ type Gate struct {
 	version string
 	log     *slog.Logger
 	tel     *telemetry
+	argMem  *byteBudget
 }
 
 // New builds a Gate.
@@ -70,6 +85,11 @@ func New(o Options) *Gate {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	g.tel = newTelemetry(o.TracerProvider, o.MeterProvider, g.log)
+	budget := o.ArgumentBytesInFlight
+	if budget <= 0 {
+		budget = DefaultArgumentBytesInFlight
+	}
+	g.argMem = newByteBudget(budget)
 	return g
 }
 
@@ -157,12 +177,28 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	env.Audit.PluginEventID = ev.ID
 	ctx = g.tel.startCall(ctx, c, env.ServerRequestID, ev.ID, g.mode)
 	ev.TraceID, ev.SpanID = traceIDs(ctx)
-	args := parseArgs(c.Arguments)
-	if rid, ok := requestID(args); ok {
-		env.RequestID = &rid
-		ev.RequestID = rid
+	// The size limit applies to the raw bytes, before anything parses them:
+	// an oversize call costs one hash pass, not a parse of millions of keys.
+	// Within the limit, the call takes its bytes from the gate-wide budget
+	// for as long as it runs, so concurrent big calls cannot add up.
+	var pre *failure
+	args := map[string]json.RawMessage{}
+	if limit := argumentLimit(c.Tool); len(c.Arguments) > limit {
+		pre = &failure{code: CodeInvalidInput, field: "arguments", message: fmt.Sprintf("Invalid arguments: larger than %d bytes.", limit)}
+		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+	} else if release, ok := g.argMem.acquire(reqCtx, len(c.Arguments), argumentWait); !ok {
+		pre = &failure{code: CodeServiceUnavailable, auditCode: "argument_budget_exhausted",
+			message: "The server is busy with other large requests: retry shortly."}
+		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+	} else {
+		defer release()
+		args = parseArgs(c.Arguments)
+		if rid, ok := requestID(args); ok {
+			env.RequestID = &rid
+			ev.RequestID = rid
+		}
+		ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 	}
-	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 
 	var stored bool // the Backend committed the event with the write
 	defer func() {
@@ -172,7 +208,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 		}
 	}()
 
-	data, eff, f, stored := g.run(ctx, reqCtx, c, args, env, &ev, started)
+	data, eff, f, stored := g.run(ctx, reqCtx, c, args, pre, env, &ev, started)
 	if f != nil {
 		return g.finishFailure(ctx, env, ev, started, f)
 	}
@@ -220,7 +256,9 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 // run performs steps 1–10 on ctx, which is detached from the request's
 // cancellation; reqCtx carries it, for handlers that persist nothing. stored
 // reports that the Backend already committed the call's event with its write.
-func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
+// pre is a refusal decided on the raw arguments, returned once the client
+// is known (so the event names it).
+func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.RawMessage, pre *failure, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
 	// 1–2: client → actor → tenant. Resolved fresh on every call so a
 	// suspension is seen by the very next request.
 	ctx = step(ctx, audit.SpanClientResolve)
@@ -236,6 +274,19 @@ func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.Raw
 	ev.Client = p.Client
 	if p.ActorID != "" {
 		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType, Role: p.Role}
+	}
+	// Refusals are not free: a call refused before its tool's class is
+	// counted (step 6) counts against the client's rejected budget, and over
+	// it the answer is rate_limited. Its one event is still written. A
+	// credential that does not resolve reaches no client to charge.
+	counted := false
+	defer func() {
+		if f != nil && !counted && chargeable(f.code) {
+			f = g.chargeRefusal(ctx, p, f)
+		}
+	}()
+	if pre != nil {
+		return nil, eff, pre, false
 	}
 
 	// Client-sent tenant hints are hints only.
@@ -280,8 +331,10 @@ func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.Raw
 	// 5: strict input.
 	ctx = step(ctx, audit.SpanInputValidate)
 	raw := c.Arguments
-	if _, bad := args["\x00invalid"]; !bad {
-		delete(args, "tenant_id") // an equal tenant hint was accepted above; it is not tool input
+	if _, hint := args["tenant_id"]; hint {
+		// An equal tenant hint was accepted above; it is not tool input.
+		// Re-encoding only then spares a big call another copy of itself.
+		delete(args, "tenant_id")
 		raw, _ = json.Marshal(args)
 	}
 	in, err := t.Decode(raw)
@@ -295,6 +348,7 @@ func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.Raw
 	if err != nil {
 		return nil, eff, g.domainFailure(err), false
 	}
+	counted = true
 	if !rd.Allowed {
 		return nil, eff, &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
 			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}, false
@@ -571,6 +625,32 @@ func checkVersion(meta map[string]any, t *catalog.Tool) (deprecated bool, f *fai
 	return false, &failure{code: CodeToolVersionUnsupported, message: fmt.Sprintf("%s supports major version %d (current %s).", t.Name, t.Major(), t.Version)}
 }
 
+// chargeable reports whether a refusal counts against the rejected budget:
+// the caller's own doing, not the server's (service_unavailable) nor an
+// unresolved credential's.
+func chargeable(c Code) bool {
+	switch c {
+	case CodeInvalidInput, CodeToolNotAvailable, CodeToolVersionUnsupported, CodeCrossTenantReference,
+		CodeAuthenticationRequired, CodeInvalidReference, CodePermissionDenied:
+		return true
+	}
+	return false
+}
+
+// chargeRefusal counts a refusal in the rejected class; over the budget the
+// refusal becomes rate_limited (the audit code keeps what was refused).
+func (g *Gate) chargeRefusal(ctx context.Context, p domain.Principal, f *failure) *failure {
+	rd, err := g.b.ConsumeRate(ctx, p, domain.LimitRejected)
+	if err != nil {
+		return g.domainFailure(err)
+	}
+	if rd.Allowed {
+		return f
+	}
+	return &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds, auditCode: "rejected_" + string(f.code),
+		message: fmt.Sprintf("Rate limit of %d refused calls per minute reached for this client: fix the calls and retry in %d s.", rd.Limit, rd.RetryAfterSeconds)}
+}
+
 // limitClass maps a tier to its §38 limit class.
 func limitClass(t catalog.Tier) string {
 	switch t {
@@ -583,6 +663,22 @@ func limitClass(t catalog.Tier) string {
 	default:
 		return domain.LimitReads
 	}
+}
+
+// argumentLimit is the size limit of a tool's whole arguments object; an
+// unknown tool gets the default.
+func argumentLimit(tool string) int {
+	if t, ok := catalog.Lookup(tool); ok && t.MaxArgumentBytes > 0 {
+		return t.MaxArgumentBytes
+	}
+	return catalog.MaxArgumentBytes
+}
+
+// rawHash is the audit input hash of arguments that were never parsed:
+// sha256 of the bytes as received.
+func rawHash(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // parseArgs reads the arguments object leniently (strict validation is step 5).

@@ -1,10 +1,17 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -194,4 +201,154 @@ func TestHardening_CancelledCallsRecordExactlyOneEvent(t *testing.T) {
 	if got := countsAfter["inventory_candidates"] - countsBefore["inventory_candidates"]; got != int64(writesCommitted) {
 		t.Fatalf("%d candidates written but %d write events say success", got, writesCommitted)
 	}
+}
+
+// hgHugeKeys is an arguments object of about size bytes with hundreds of
+// thousands of keys.
+func hgHugeKeys(size int) []byte {
+	var b bytes.Buffer
+	b.Grow(size + 16)
+	b.WriteByte('{')
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%07d":%d`, i, i%10)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// BenchmarkHardening_OversizeArgumentsRefused measures a 10 MB, ~650k-key
+// arguments object sent to a 256 KiB tool: refused on its raw size.
+func BenchmarkHardening_OversizeArgumentsRefused(b *testing.B) {
+	e := newEnv(b)
+	raw := hgHugeKeys(10_000_000)
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, "", domain.Limits{ReadsPerMinute: 1 << 30, CandidateWritesPerMinute: 1 << 30,
+		ProposalsPerMinute: 1 << 30, ControlledActionsPerMinute: 1 << 30, MaxBulkTargets: 50}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_list_sales", Arguments: raw, Transport: "bench"})
+		if len(env.Errors) != 1 || env.Errors[0].Code != gate.CodeInvalidInput {
+			b.Fatalf("%+v", env.Errors)
+		}
+	}
+}
+
+// BenchmarkHardening_PhotoSizeArguments measures an ~11 MB image_base64
+// call (within the photo tool's limit, so parsed; random bytes, refused as
+// no image).
+func BenchmarkHardening_PhotoSizeArguments(b *testing.B) {
+	e := newEnv(b)
+	img := make([]byte, 8_300_000)
+	_, _ = rand.Read(img)
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, "", domain.Limits{ReadsPerMinute: 1 << 30, CandidateWritesPerMinute: 1 << 30,
+		ProposalsPerMinute: 1 << 30, ControlledActionsPerMinute: 1 << 30, MaxBulkTargets: 50}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		raw, _ := json.Marshal(map[string]any{"candidate_id": fixtures.DemoCandidateID, "idempotency_key": fmt.Sprintf("bench-photo-%06d", i),
+			"image_base64": base64.StdEncoding.EncodeToString(img)})
+		env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_attach_candidate_photo", Arguments: raw, Transport: "bench"})
+		if len(env.Errors) != 1 {
+			b.Fatalf("%+v", env.Errors)
+		}
+	}
+}
+
+// TestHardening_RefusalsCountAgainstARejectedBudget sends refused calls of
+// every kind before the rate step — invalid input, unknown tool, bad version
+// pin, cross-tenant hint, oversize arguments — under a rejected budget of 5:
+// the first five keep their own code, the rest are rate_limited with a
+// retry-after, every call writes exactly one event, and nothing else
+// changes. The reads class is a separate budget: a valid read still runs.
+func TestHardening_RefusalsCountAgainstARejectedBudget(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	l, err := e.st.EffectiveLimits(ctx, fixtures.DemoTenantID, fixtures.DemoClientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.RejectedPerMinute = 5
+	if err := e.st.SetLimits(ctx, fixtures.DemoTenantID, "", l); err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		name string
+		args any
+		meta mcp.Meta
+		code string
+	}
+	oversize := json.RawMessage(hgHugeKeys(300 << 10))
+	calls := []call{
+		{"trove_list_sales", map[string]any{"no_such_field": 1}, nil, "invalid_input"},
+		{"trove_no_such_tool", map[string]any{}, nil, "tool_not_available"},
+		{"trove_list_sales", map[string]any{}, mcp.Meta{gate.MetaToolVersion: "7"}, "tool_version_unsupported"},
+		{"trove_list_sales", map[string]any{}, mcp.Meta{gate.MetaTenantHint: fixtures.OtherTenantID}, "cross_tenant_reference"},
+		{"trove_create_candidate", map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "No key"}, nil, "invalid_input"},
+		{"trove_list_sales", oversize, nil, "rate_limited"},
+		{"trove_no_such_tool", map[string]any{}, nil, "rate_limited"},
+		{"trove_list_sales", map[string]any{}, mcp.Meta{gate.MetaTenantHint: fixtures.OtherTenantID}, "rate_limited"},
+	}
+	before := e.digest()
+	eventsBefore := len(e.allEvents())
+	for i, c := range calls {
+		env := callOn(t, e.cs, c.name, c.args, c.meta)
+		if len(env.Errors) != 1 || env.Errors[0].Code != c.code {
+			t.Fatalf("call %d (%s): want %s, got %+v", i, c.name, c.code, env.Errors)
+		}
+		if c.code == "rate_limited" {
+			var raw struct {
+				Errors []struct {
+					RetryAfter int `json:"retry_after_seconds"`
+				} `json:"errors"`
+			}
+			if err := json.Unmarshal([]byte(env.raw), &raw); err != nil || raw.Errors[0].RetryAfter < 1 {
+				t.Fatalf("call %d: rate_limited without retry_after_seconds: %s", i, env.raw)
+			}
+		}
+		if evs := e.events(env.ServerRequestID); len(evs) != 1 || evs[0].ErrorCode != c.code {
+			t.Fatalf("call %d: want one event with %s, got %+v", i, c.code, evs)
+		}
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
+	if got := len(e.allEvents()) - eventsBefore; got != len(calls) {
+		t.Fatalf("%d calls wrote %d events", len(calls), got)
+	}
+	if env := e.call("trove_list_sales", map[string]any{}); env.Status != "succeeded" {
+		t.Fatalf("a valid read after the refusals: %s", env.raw)
+	}
+}
+
+// TestHardening_OversizeArgumentsRefusedOnRawBytes sends a 10 MB arguments
+// object with ~650k keys to a 256 KiB tool: invalid_input on arguments, one
+// event whose input hash is the sha256 of the raw bytes (nothing was parsed
+// or canonicalised, so no key reaches the redacted summary), well under a
+// megabyte allocated, and nothing changed.
+func TestHardening_OversizeArgumentsRefusedOnRawBytes(t *testing.T) {
+	e := newEnv(t)
+	raw := hgHugeKeys(10_000_000)
+	before := e.digest()
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_list_sales", Arguments: raw, Transport: "test"})
+	runtime.ReadMemStats(&m1)
+	if len(env.Errors) != 1 || env.Errors[0].Code != gate.CodeInvalidInput || env.Errors[0].Field != "arguments" {
+		t.Fatalf("errors %+v", env.Errors)
+	}
+	sum := sha256.Sum256(raw)
+	evs := e.events(env.ServerRequestID)
+	if len(evs) != 1 || evs[0].Payload.InputHash != "sha256:"+hex.EncodeToString(sum[:]) || len(evs[0].Payload.RedactedSummary) != 0 {
+		t.Fatalf("want one event hashing the raw bytes, got %+v", evs)
+	}
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 1<<20 {
+		t.Fatalf("refusing a 10 MB object allocated %d bytes: it was parsed", alloc)
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
 }
