@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -58,7 +60,7 @@ const DefaultArgumentBytesInFlight = 12 << 20
 
 // argumentWait is how long a call may wait for its argument bytes before it
 // is refused as service_unavailable (retryable).
-const argumentWait = 10 * time.Second
+const argumentWait = 5 * time.Second
 
 // Gate runs tool calls. It is safe for concurrent use.
 type Gate struct {
@@ -709,7 +711,82 @@ func requestID(args map[string]json.RawMessage) (string, bool) {
 
 // inputHash is the idempotency fingerprint and the audit input hash: sha256
 // of the RFC 8785 canonical input without idempotency_key and request_id.
+//
+// It streams the canonical object into the hash member by member instead of
+// re-encoding and canonicalising the whole input: a member that is a plain
+// JSON string (no escapes, no control bytes, valid UTF-8: a base64 image,
+// most text) is already canonical and is hashed as it is, so an 11 MB photo
+// costs no copy. Any member that does not canonicalise falls back to
+// inputHashWhole, the reference form the fingerprints were defined by;
+// TestInputHash_StreamEqualsWhole holds the two to the same result.
 func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
+	if _, bad := args["\x00invalid"]; bad {
+		return inputHashWhole(args, raw)
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		if k != "idempotency_key" && k != "request_id" {
+			keys = append(keys, k)
+		}
+	}
+	u16 := make(map[string][]uint16, len(keys))
+	for _, k := range keys {
+		u16[k] = utf16.Encode([]rune(k))
+	}
+	slices.SortFunc(keys, func(a, b string) int { return slices.Compare(u16[a], u16[b]) })
+	h := sha256.New()
+	h.Write([]byte{'{'})
+	for i, k := range keys {
+		kb, _ := json.Marshal(k)
+		ck, err := domain.CanonicalJSON(kb)
+		if err != nil {
+			return inputHashWhole(args, raw)
+		}
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(ck)
+		h.Write([]byte{':'})
+		v := args[k]
+		if plainString(v) {
+			h.Write(v)
+			continue
+		}
+		// Wrapped in an array so nesting depth counts as inside the object.
+		wrapped := make([]byte, 0, len(v)+2)
+		wrapped = append(append(append(wrapped, '['), v...), ']')
+		cv, err := domain.CanonicalJSON(wrapped)
+		if err != nil || len(cv) < 2 {
+			return inputHashWhole(args, raw)
+		}
+		h.Write(cv[1 : len(cv)-1])
+	}
+	h.Write([]byte{'}'})
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// plainString reports whether v is a JSON string that RFC 8785 leaves
+// unchanged: quotes around valid UTF-8 with no escape and no control byte.
+func plainString(v []byte) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	in := v[1 : len(v)-1]
+	ascii := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(in)
+}
+
+// inputHashWhole is the reference form of inputHash: the whole input
+// re-encoded and canonicalised at once.
+func inputHashWhole(args map[string]json.RawMessage, raw json.RawMessage) string {
 	body := raw
 	if _, bad := args["\x00invalid"]; !bad {
 		m := make(map[string]json.RawMessage, len(args))
