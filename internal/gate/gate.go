@@ -497,8 +497,10 @@ func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event
 // auditTimeout bounds one plugin_event write. The write is detached from the
 // request's cancellation (a cancelled or disconnected call is still
 // recorded) and bounded by this instead, so a stuck store cannot hold a call
-// forever.
-const auditTimeout = 5 * time.Second
+// forever. It is generous: under load the write waits for the single writer
+// connection behind other calls' writes (each bounded by SQLite's 5 s
+// busy_timeout), and a call whose event cannot be written fails closed.
+const auditTimeout = 30 * time.Second
 
 // appendEvent records a call's event detached from the request's cancellation.
 func (g *Gate) appendEvent(ctx context.Context, ev domain.Event) error {
