@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -685,16 +686,83 @@ func rawHash(raw []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// parseArgs reads the arguments object leniently (strict validation is step 5).
+// parseArgs reads the arguments object leniently (strict validation is step
+// 5). The values are slices of raw, not copies: an 11 MB photo is not
+// duplicated to find its idempotency_key. It answers as json.Unmarshal into
+// a map would (TestParseArgs_SameAsUnmarshal holds it to that).
 func parseArgs(raw json.RawMessage) map[string]json.RawMessage {
 	m := map[string]json.RawMessage{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			// Keep a marker so step 5 reports invalid JSON.
+	if len(raw) == 0 {
+		return m
+	}
+	if !json.Valid(raw) {
+		return map[string]json.RawMessage{"\x00invalid": raw} // step 5 reports invalid JSON
+	}
+	i := skipWS(raw, 0)
+	if bytes.HasPrefix(raw[i:], []byte("null")) {
+		return m
+	}
+	if raw[i] != '{' {
+		return map[string]json.RawMessage{"\x00invalid": raw}
+	}
+	i = skipWS(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		kEnd := valueEnd(raw, i)
+		var k string
+		if json.Unmarshal(raw[i:kEnd], &k) != nil {
 			return map[string]json.RawMessage{"\x00invalid": raw}
+		}
+		i = skipWS(raw, kEnd) + 1 // the colon
+		i = skipWS(raw, i)
+		vEnd := valueEnd(raw, i)
+		m[k] = raw[i:vEnd:vEnd]
+		i = skipWS(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
 		}
 	}
 	return m
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value starting at b[i]; b is valid
+// JSON, so only strings and nesting need care.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j // the end of a scalar before its container closes
+			}
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(b)
 }
 
 // requestID returns the caller's request_id when it is well formed.

@@ -11,6 +11,39 @@ import (
 // reference form (re-encode and canonicalise the whole input): idempotency
 // fingerprints stored before the change must still match after it.
 func TestInputHash_StreamEqualsWhole(t *testing.T) {
+	for _, in := range argInputs() {
+		raw := json.RawMessage(in)
+		args := parseArgs(raw)
+		if got, want := inputHash(args, raw), inputHashWhole(args, raw); got != want {
+			t.Errorf("input %q: stream %s, whole %s", in, got, want)
+		}
+	}
+}
+
+// TestParseArgs_SameAsUnmarshal holds the copy-free argument split to what
+// json.Unmarshal into a map answers, marker for invalid input included.
+func TestParseArgs_SameAsUnmarshal(t *testing.T) {
+	for _, in := range append(argInputs(), `{"a":{"}":"{"},"b":["]",{"c":"\\"}],"d":"\"}"}`, "{\"a\"\n:\t1\r\n,\"b\" : [ ] }",
+		`{"a":1}x`, `{"a":}`, `{"a" 1}`, `   `, `"str"`, `1`, `true`, ` null `, `{"a":null,"b":-1.5e+3}`) {
+		raw := json.RawMessage(in)
+		want := map[string]json.RawMessage{}
+		if err := json.Unmarshal(raw, &want); err != nil {
+			want = map[string]json.RawMessage{"\x00invalid": raw}
+		}
+		got := parseArgs(raw)
+		if len(got) != len(want) {
+			t.Errorf("input %q: got %q, want %q", in, got, want)
+			continue
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Errorf("input %q key %q: got %q, want %q", in, k, got[k], v)
+			}
+		}
+	}
+}
+
+func argInputs() []string {
 	deep := strings.Repeat("[", 127) + strings.Repeat("]", 127)
 	tooDeep := strings.Repeat("[", 128) + strings.Repeat("]", 128)
 	inputs := []string{
@@ -58,11 +91,5 @@ func TestInputHash_StreamEqualsWhole(t *testing.T) {
 		b.WriteByte('}')
 		inputs = append(inputs, b.String())
 	}
-	for _, in := range inputs {
-		raw := json.RawMessage(in)
-		args := parseArgs(raw)
-		if got, want := inputHash(args, raw), inputHashWhole(args, raw); got != want {
-			t.Errorf("input %q: stream %s, whole %s", in, got, want)
-		}
-	}
+	return inputs
 }
