@@ -12,7 +12,7 @@ import (
 // SetLimits stores the limits of a tenant (clientID "") or of one client.
 func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
 	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 {
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 {
 		return domain.Invalid("limits", "must not be negative")
 	}
 	return s.withTx(ctx, func(tx *sql.Tx) error {
@@ -29,14 +29,16 @@ func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l doma
 			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_limits (tenant_id, client_id, read_calls_per_minute, candidate_writes_per_minute,
-			proposals_per_minute, controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			proposals_per_minute, controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd,
+			rejected_calls_per_minute, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant_id, client_id) DO UPDATE SET read_calls_per_minute = excluded.read_calls_per_minute,
 			candidate_writes_per_minute = excluded.candidate_writes_per_minute, proposals_per_minute = excluded.proposals_per_minute,
 			controlled_actions_per_minute = excluded.controlled_actions_per_minute, maximum_bulk_targets = excluded.maximum_bulk_targets,
-			maximum_daily_paid_cost_usd = excluded.maximum_daily_paid_cost_usd, updated_at = excluded.updated_at`,
+			maximum_daily_paid_cost_usd = excluded.maximum_daily_paid_cost_usd,
+			rejected_calls_per_minute = excluded.rejected_calls_per_minute, updated_at = excluded.updated_at`,
 			tenantID, clientID, l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute,
-			l.MaxBulkTargets, l.MaxDailyPaidCostUSD, ts(s.clock.Now()))
+			l.MaxBulkTargets, l.MaxDailyPaidCostUSD, l.RejectedPerMinute, ts(s.clock.Now()))
 		if err != nil {
 			return s.dbErr("set limits", err)
 		}
@@ -59,10 +61,10 @@ func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, cli
 		return l, nil
 	}
 	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
-		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd FROM mcp_limits
+		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, rejected_calls_per_minute FROM mcp_limits
 		WHERE tenant_id = ? AND client_id IN ('', ?) ORDER BY client_id DESC LIMIT 1`, tenantID, clientID).
 		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
-			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD)
+			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return l, s.dbErr("limits", err)
 	}
@@ -80,7 +82,7 @@ func (s *Store) ConsumeRate(ctx context.Context, p domain.Principal, class strin
 		return d, err
 	}
 	switch class {
-	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions:
+	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions, domain.LimitRejected:
 	default:
 		return d, fmt.Errorf("store: unknown limit class %q: %w", class, domain.ErrInvalidInput)
 	}

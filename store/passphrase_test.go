@@ -190,7 +190,7 @@ func TestHardening_FixturesResetKeepsThePassphrase(t *testing.T) {
 	if err := s.SetPassphrase(ctx, userAlice, []byte(goodPass)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Reset(ctx, testDataset()); err != nil {
+	if _, err := s.Reset(ctx, testDataset(), "test"); err != nil {
 		t.Fatal(err)
 	}
 	if owner, err := s.VerifyPassphrase(ctx, []byte(goodPass), PassphraseAttempt{}); err != nil || owner != userAlice {

@@ -1,11 +1,8 @@
 package main_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,22 +136,8 @@ func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 }
 
 // vmHWM is the peak resident set of a process, in MiB (Linux only).
-func vmHWM(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	t.Skip("no VmHWM")
-	return 0
-}
+// vmHWMMiB is the process's peak resident set in MiB (rss_test.go reads it).
+func vmHWMMiB(t *testing.T, pid int) float64 { return float64(vmHWM(t, pid)) / (1 << 20) }
 
 // Peak memory of one server process after the two worst lines a client can
 // send within the transport's limits: a line just under the frame limit of
@@ -207,7 +190,7 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 			r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
 			r.initialize(t)
 			r.listSalesSucceeds(t, 2)
-			before := vmHWM(t, r.cmd.Process.Pid)
+			before := vmHWMMiB(t, r.cmd.Process.Pid)
 			line := c.line()
 			if len(line) > limit {
 				t.Fatalf("test line %d bytes is over the frame limit %d", len(line), limit)
@@ -219,7 +202,7 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 			}
 			r.listSalesSucceeds(t, 31)
 			r.alive(t)
-			after := vmHWM(t, r.cmd.Process.Pid)
+			after := vmHWMMiB(t, r.cmd.Process.Pid)
 			t.Logf("%s: line %d bytes; VmHWM %.1f MiB before, %.1f MiB after", c.name, len(line), before, after)
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,10 @@ type ServeOptions struct {
 	Transport mcp.Transport
 }
 
+// serveMemoryLimit is the soft memory limit of `mcp serve` unless GOMEMLIMIT
+// is set (issue 13: peak RSS under 100 MB whatever one client sends).
+const serveMemoryLimit = 64 << 20
+
 func newMCPCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "The MCP server"}
 	opts := &ServeOptions{}
@@ -37,6 +42,11 @@ func newMCPCmd(f *Factory) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.DB = dbFlag(cmd)
+			if opts.Transport == nil && os.Getenv("GOMEMLIMIT") == "" {
+				// A soft limit makes the GC work before RSS grows: a client
+				// sending big arguments costs CPU, not the host's memory.
+				debug.SetMemoryLimit(serveMemoryLimit)
+			}
 			return serveRun(cmd.Context(), f, opts)
 		},
 	}

@@ -135,13 +135,14 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				if asJSON {
 					return writeJSON(f.IO.Out, l)
 				}
-				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day\n",
-					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
+				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day · refused calls/min %d\n",
+					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD,
+					l.PerMinute(domain.LimitRejected))
 				return err
 			})
 		},
 	}
-	var reads, cand, props, ctrl, bulk int
+	var reads, cand, props, ctrl, bulk, rejected int
 	var limitsPassStdin bool
 	var paid float64
 	set := &cobra.Command{
@@ -160,7 +161,8 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				cur := l
 				fl := cmd.Flags()
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
-					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets} {
+					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets,
+					"rejected": &l.RejectedPerMinute} {
 					if fl.Changed(name) {
 						v, _ := fl.GetInt(name)
 						*dst = v
@@ -195,6 +197,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	set.Flags().IntVar(&bulk, "bulk-targets", 0, "maximum targets of a bulk action")
 	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
 	set.Flags().BoolVar(&limitsPassStdin, "passphrase-stdin", false, "raising a limit: read the seller's approval passphrase from the first line of standard input")
+	set.Flags().IntVar(&rejected, "rejected", 0, "refused calls per minute (0: the default, 120)")
 	cmd.AddCommand(show, set)
 	return cmd
 }

@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runActions(t, open)         // suite_actions.go: the remaining controlled actions
 	runHardeningGrants(t, open) // suite_hardening_grants.go: grants bound to the requester, paid budgets
 	runHardeningProposals(t, open)
+	runHardeningRates(t, open)
 }
 
 var ctx = context.Background()

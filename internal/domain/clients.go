@@ -87,7 +87,14 @@ const (
 	LimitCandidateWrites   = "candidate_writes"
 	LimitProposals         = "proposals"
 	LimitControlledActions = "controlled_actions"
+	// LimitRejected counts the calls the gate refuses before a tool's own
+	// class is counted (invalid input, unknown or invisible tool, version
+	// pin, tenant hint, oversize arguments): refusals are not free.
+	LimitRejected = "rejected"
 )
+
+// DefaultRejectedPerMinute is the rejected-call budget when none is set.
+const DefaultRejectedPerMinute = 120
 
 // Limits are the §38 mcp_limits of a client (tenant defaults, client overrides).
 type Limits struct {
@@ -97,11 +104,16 @@ type Limits struct {
 	ControlledActionsPerMinute int     `json:"controlled_actions_per_minute"`
 	MaxBulkTargets             int     `json:"maximum_bulk_targets"`
 	MaxDailyPaidCostUSD        float64 `json:"maximum_daily_paid_cost_usd"`
+	// RejectedPerMinute bounds refused calls; 0 means the default: an agent
+	// learns a schema from its refusals, so the class can be lowered but
+	// never closed.
+	RejectedPerMinute int `json:"rejected_calls_per_minute"`
 }
 
 // DefaultLimits are the spec's §38 defaults.
 func DefaultLimits() Limits {
-	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50}
+	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50,
+		RejectedPerMinute: DefaultRejectedPerMinute}
 }
 
 // PerMinute returns the per-minute limit of a class.
@@ -115,6 +127,11 @@ func (l Limits) PerMinute(class string) int {
 		return l.ProposalsPerMinute
 	case LimitControlledActions:
 		return l.ControlledActionsPerMinute
+	case LimitRejected:
+		if l.RejectedPerMinute == 0 {
+			return DefaultRejectedPerMinute
+		}
+		return l.RejectedPerMinute
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -44,7 +47,21 @@ type Options struct {
 	// nil means no-op, the default: telemetry is off unless configured.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// ArgumentBytesInFlight bounds the argument bytes of all calls being
+	// parsed or run at once (default DefaultArgumentBytesInFlight).
+	ArgumentBytesInFlight int
 }
+
+// DefaultArgumentBytesInFlight is the gate-wide budget of argument bytes in
+// flight. Decoding, validating and canonicalising arguments costs a few
+// times their size (an 11 MB photo call peaks near 60 MB of live heap), so
+// one call of the largest tools runs at a time while small calls share the
+// rest: peak memory stays bounded whatever arrives.
+const DefaultArgumentBytesInFlight = 12 << 20
+
+// argumentWait is how long a call may wait for its argument bytes before it
+// is refused as service_unavailable (retryable).
+const argumentWait = 5 * time.Second
 
 // Gate runs tool calls. It is safe for concurrent use.
 type Gate struct {
@@ -55,6 +72,7 @@ type Gate struct {
 	version string
 	log     *slog.Logger
 	tel     *telemetry
+	argMem  *byteBudget
 }
 
 // New builds a Gate.
@@ -70,6 +88,11 @@ func New(o Options) *Gate {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	g.tel = newTelemetry(o.TracerProvider, o.MeterProvider, g.log)
+	budget := o.ArgumentBytesInFlight
+	if budget <= 0 {
+		budget = DefaultArgumentBytesInFlight
+	}
+	g.argMem = newByteBudget(budget)
 	return g
 }
 
@@ -114,6 +137,9 @@ type failure struct {
 	message    string
 	auditCode  string
 	retryAfter int
+	// eventStored: the call's event was already committed (with a write
+	// whose answer was lost); finishing must not record a second one.
+	eventStored bool
 }
 
 func fail(code Code) *failure { return &failure{code: code} }
@@ -123,6 +149,12 @@ func fail(code Code) *failure { return &failure{code: code} }
 // (committed with the write for persisted writes, appended otherwise).
 func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	started := time.Now()
+	// The request's cancellation (notifications/cancelled, a disconnect)
+	// must not skip the call's bookkeeping: its rate count, its write and
+	// its plugin_event. The gate's own steps run detached from it; only a
+	// handler that persists nothing still stops on it (see run).
+	reqCtx := ctx
+	ctx = context.WithoutCancel(ctx)
 	env = &Envelope{
 		ServerRequestID: g.ids.New(domain.PrefixRequest),
 		Mode:            g.mode,
@@ -148,21 +180,38 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	env.Audit.PluginEventID = ev.ID
 	ctx = g.tel.startCall(ctx, c, env.ServerRequestID, ev.ID, g.mode)
 	ev.TraceID, ev.SpanID = traceIDs(ctx)
-	args := parseArgs(c.Arguments)
-	if rid, ok := requestID(args); ok {
-		env.RequestID = &rid
-		ev.RequestID = rid
+	// The size limit applies to the raw bytes, before anything parses them:
+	// an oversize call costs one hash pass, not a parse of millions of keys.
+	// Within the limit, the call takes its bytes from the gate-wide budget
+	// for as long as it runs, so concurrent big calls cannot add up.
+	var pre *failure
+	args := map[string]json.RawMessage{}
+	if limit := argumentLimit(c.Tool); len(c.Arguments) > limit {
+		pre = &failure{code: CodeInvalidInput, field: "arguments", message: fmt.Sprintf("Invalid arguments: larger than %d bytes.", limit)}
+		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+	} else if release, ok := g.argMem.acquire(reqCtx, len(c.Arguments), argumentWait); !ok {
+		pre = &failure{code: CodeServiceUnavailable, auditCode: "argument_budget_exhausted",
+			message: "The server is busy with other large requests: retry shortly."}
+		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+	} else {
+		defer release()
+		args = parseArgs(c.Arguments)
+		if rid, ok := requestID(args); ok {
+			env.RequestID = &rid
+			ev.RequestID = rid
+		}
+		ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 	}
-	ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
 
+	var stored bool // the Backend committed the event with the write
 	defer func() {
 		if r := recover(); r != nil {
 			g.log.Error("tool call panicked", "tool", c.Tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			env = g.finishFailure(ctx, env, ev, started, fail(CodeServiceUnavailable))
+			env = g.finishFailure(ctx, env, ev, started, &failure{code: CodeServiceUnavailable, eventStored: stored})
 		}
 	}()
 
-	data, eff, f, stored := g.run(ctx, c, args, env, &ev, started)
+	data, eff, f, stored := g.run(ctx, reqCtx, c, args, pre, env, &ev, started)
 	if f != nil {
 		return g.finishFailure(ctx, env, ev, started, f)
 	}
@@ -194,7 +243,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, stored))
 	if !stored {
 		ev.Metrics.LatencyMS = ms(time.Since(started))
-		if err := g.b.AppendEvent(ctx, ev); err != nil {
+		if err := g.appendEvent(ctx, ev); err != nil {
 			// Fail closed: a call whose audit cannot be written returns no data.
 			g.log.Error("recording plugin_event failed", "tool", c.Tool, "err", err)
 			env.Data, env.Related = nil, domain.Related{}.Normalized()
@@ -207,9 +256,12 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	return env
 }
 
-// run performs steps 1–10. stored reports that the Backend already committed
-// the call's event with its write.
-func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
+// run performs steps 1–10 on ctx, which is detached from the request's
+// cancellation; reqCtx carries it, for handlers that persist nothing. stored
+// reports that the Backend already committed the call's event with its write.
+// pre is a refusal decided on the raw arguments, returned once the client
+// is known (so the event names it).
+func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.RawMessage, pre *failure, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
 	// 1–2: client → actor → tenant. Resolved fresh on every call so a
 	// suspension is seen by the very next request.
 	ctx = step(ctx, audit.SpanClientResolve)
@@ -225,6 +277,19 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	ev.Client = p.Client
 	if p.ActorID != "" {
 		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType, Role: p.Role}
+	}
+	// Refusals are not free: a call refused before its tool's class is
+	// counted (step 6) counts against the client's rejected budget, and over
+	// it the answer is rate_limited. Its one event is still written. A
+	// credential that does not resolve reaches no client to charge.
+	counted := false
+	defer func() {
+		if f != nil && !counted && chargeable(f.code) {
+			f = g.chargeRefusal(ctx, p, f)
+		}
+	}()
+	if pre != nil {
+		return nil, eff, pre, false
 	}
 
 	// Client-sent tenant hints are hints only.
@@ -269,8 +334,10 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	// 5: strict input.
 	ctx = step(ctx, audit.SpanInputValidate)
 	raw := c.Arguments
-	if _, bad := args["\x00invalid"]; !bad {
-		delete(args, "tenant_id") // an equal tenant hint was accepted above; it is not tool input
+	if _, hint := args["tenant_id"]; hint {
+		// An equal tenant hint was accepted above; it is not tool input.
+		// Re-encoding only then spares a big call another copy of itself.
+		delete(args, "tenant_id")
 		raw, _ = json.Marshal(args)
 	}
 	in, err := t.Decode(raw)
@@ -284,6 +351,7 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 	if err != nil {
 		return nil, eff, g.domainFailure(err), false
 	}
+	counted = true
 	if !rd.Allowed {
 		return nil, eff, &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
 			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}, false
@@ -357,9 +425,33 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 
 	// 9–10: ONE domain call and its projection.
 	ctx = step(ctx, audit.SpanDomainExecute)
-	data, heff, err := t.Handle(ctx, cenv, in)
+	hctx := ctx
+	if !t.Persists {
+		// Nothing to commit: a cancelled read may stop early (its failure
+		// event still records it). A persisted write runs to its own end
+		// instead, so it either commits with its event or fails without
+		// one — a cancel can never leave the outcome unknown.
+		var stop context.CancelFunc
+		hctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(reqCtx, stop)()
+	}
+	data, heff, err := t.Handle(hctx, cenv, in)
 	if err != nil {
-		return nil, eff, g.domainFailure(err), false
+		f := g.domainFailure(err)
+		if reqCtx.Err() != nil && f.code == CodeServiceUnavailable {
+			f.auditCode = "request_cancelled"
+		}
+		if t.Persists && f.code == CodeServiceUnavailable && !errors.Is(err, domain.ErrIdempotencyInFlight) {
+			// An error on the way back (a timeout after the commit) may hide
+			// a committed write, whose event is then already recorded: ask
+			// the key, so the call has exactly one event either way.
+			if state, cerr := g.b.CheckIdempotency(ctx, cenv.Write.Idem); cerr == nil && state == domain.IdemReplay {
+				f.eventStored = true
+				f.message = "The write may have completed: retry with the same idempotency_key to get its result."
+			}
+		}
+		return nil, eff, f, false
 	}
 	heff.Warnings = append(eff.Warnings, heff.Warnings...)
 	return data, heff, nil, t.Persists && !heff.Outcome.Replayed
@@ -393,12 +485,29 @@ func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event
 	ev.Related = domain.Related{}.Normalized()
 	ev.Metrics.LatencyMS = ms(time.Since(started))
 	ev.Metrics.EstimatedCostUSD = 0 // nothing ran, nothing was consumed
-	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, false))
-	if err := g.b.AppendEvent(ctx, ev); err != nil {
-		g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
+	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, f.eventStored))
+	if !f.eventStored {
+		if err := g.appendEvent(ctx, ev); err != nil {
+			g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
+		}
 	}
 	g.tel.finish(ctx, ev, env, started)
 	return env
+}
+
+// auditTimeout bounds one plugin_event write. The write is detached from the
+// request's cancellation (a cancelled or disconnected call is still
+// recorded) and bounded by this instead, so a stuck store cannot hold a call
+// forever. It is generous: under load the write waits for the single writer
+// connection behind other calls' writes (each bounded by SQLite's 5 s
+// busy_timeout), and a call whose event cannot be written fails closed.
+const auditTimeout = 30 * time.Second
+
+// appendEvent records a call's event detached from the request's cancellation.
+func (g *Gate) appendEvent(ctx context.Context, ev domain.Event) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	return g.b.AppendEvent(ctx, ev)
 }
 
 // principalFailure maps a credential resolution error.
@@ -523,6 +632,32 @@ func checkVersion(meta map[string]any, t *catalog.Tool) (deprecated bool, f *fai
 	return false, &failure{code: CodeToolVersionUnsupported, message: fmt.Sprintf("%s supports major version %d (current %s).", t.Name, t.Major(), t.Version)}
 }
 
+// chargeable reports whether a refusal counts against the rejected budget:
+// the caller's own doing, not the server's (service_unavailable) nor an
+// unresolved credential's.
+func chargeable(c Code) bool {
+	switch c {
+	case CodeInvalidInput, CodeToolNotAvailable, CodeToolVersionUnsupported, CodeCrossTenantReference,
+		CodeAuthenticationRequired, CodeInvalidReference, CodePermissionDenied:
+		return true
+	}
+	return false
+}
+
+// chargeRefusal counts a refusal in the rejected class; over the budget the
+// refusal becomes rate_limited (the audit code keeps what was refused).
+func (g *Gate) chargeRefusal(ctx context.Context, p domain.Principal, f *failure) *failure {
+	rd, err := g.b.ConsumeRate(ctx, p, domain.LimitRejected)
+	if err != nil {
+		return g.domainFailure(err)
+	}
+	if rd.Allowed {
+		return f
+	}
+	return &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds, auditCode: "rejected_" + string(f.code),
+		message: fmt.Sprintf("Rate limit of %d refused calls per minute reached for this client: fix the calls and retry in %d s.", rd.Limit, rd.RetryAfterSeconds)}
+}
+
 // limitClass maps a tier to its §38 limit class.
 func limitClass(t catalog.Tier) string {
 	switch t {
@@ -537,16 +672,99 @@ func limitClass(t catalog.Tier) string {
 	}
 }
 
-// parseArgs reads the arguments object leniently (strict validation is step 5).
+// argumentLimit is the size limit of a tool's whole arguments object; an
+// unknown tool gets the default.
+func argumentLimit(tool string) int {
+	if t, ok := catalog.Lookup(tool); ok && t.MaxArgumentBytes > 0 {
+		return t.MaxArgumentBytes
+	}
+	return catalog.MaxArgumentBytes
+}
+
+// rawHash is the audit input hash of arguments that were never parsed:
+// sha256 of the bytes as received.
+func rawHash(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// parseArgs reads the arguments object leniently (strict validation is step
+// 5). The values are slices of raw, not copies: an 11 MB photo is not
+// duplicated to find its idempotency_key. It answers as json.Unmarshal into
+// a map would (TestParseArgs_SameAsUnmarshal holds it to that).
 func parseArgs(raw json.RawMessage) map[string]json.RawMessage {
 	m := map[string]json.RawMessage{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			// Keep a marker so step 5 reports invalid JSON.
+	if len(raw) == 0 {
+		return m
+	}
+	if !json.Valid(raw) {
+		return map[string]json.RawMessage{"\x00invalid": raw} // step 5 reports invalid JSON
+	}
+	i := skipWS(raw, 0)
+	if bytes.HasPrefix(raw[i:], []byte("null")) {
+		return m
+	}
+	if raw[i] != '{' {
+		return map[string]json.RawMessage{"\x00invalid": raw}
+	}
+	i = skipWS(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		kEnd := valueEnd(raw, i)
+		var k string
+		if json.Unmarshal(raw[i:kEnd], &k) != nil {
 			return map[string]json.RawMessage{"\x00invalid": raw}
+		}
+		i = skipWS(raw, kEnd) + 1 // the colon
+		i = skipWS(raw, i)
+		vEnd := valueEnd(raw, i)
+		m[k] = raw[i:vEnd:vEnd]
+		i = skipWS(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
 		}
 	}
 	return m
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value starting at b[i]; b is valid
+// JSON, so only strings and nesting need care.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j // the end of a scalar before its container closes
+			}
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(b)
 }
 
 // requestID returns the caller's request_id when it is well formed.
@@ -565,7 +783,82 @@ func requestID(args map[string]json.RawMessage) (string, bool) {
 
 // inputHash is the idempotency fingerprint and the audit input hash: sha256
 // of the RFC 8785 canonical input without idempotency_key and request_id.
+//
+// It streams the canonical object into the hash member by member instead of
+// re-encoding and canonicalising the whole input: a member that is a plain
+// JSON string (no escapes, no control bytes, valid UTF-8: a base64 image,
+// most text) is already canonical and is hashed as it is, so an 11 MB photo
+// costs no copy. Any member that does not canonicalise falls back to
+// inputHashWhole, the reference form the fingerprints were defined by;
+// TestInputHash_StreamEqualsWhole holds the two to the same result.
 func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
+	if _, bad := args["\x00invalid"]; bad {
+		return inputHashWhole(args, raw)
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		if k != "idempotency_key" && k != "request_id" {
+			keys = append(keys, k)
+		}
+	}
+	u16 := make(map[string][]uint16, len(keys))
+	for _, k := range keys {
+		u16[k] = utf16.Encode([]rune(k))
+	}
+	slices.SortFunc(keys, func(a, b string) int { return slices.Compare(u16[a], u16[b]) })
+	h := sha256.New()
+	h.Write([]byte{'{'})
+	for i, k := range keys {
+		kb, _ := json.Marshal(k)
+		ck, err := domain.CanonicalJSON(kb)
+		if err != nil {
+			return inputHashWhole(args, raw)
+		}
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(ck)
+		h.Write([]byte{':'})
+		v := args[k]
+		if plainString(v) {
+			h.Write(v)
+			continue
+		}
+		// Wrapped in an array so nesting depth counts as inside the object.
+		wrapped := make([]byte, 0, len(v)+2)
+		wrapped = append(append(append(wrapped, '['), v...), ']')
+		cv, err := domain.CanonicalJSON(wrapped)
+		if err != nil || len(cv) < 2 {
+			return inputHashWhole(args, raw)
+		}
+		h.Write(cv[1 : len(cv)-1])
+	}
+	h.Write([]byte{'}'})
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// plainString reports whether v is a JSON string that RFC 8785 leaves
+// unchanged: quotes around valid UTF-8 with no escape and no control byte.
+func plainString(v []byte) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	in := v[1 : len(v)-1]
+	ascii := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(in)
+}
+
+// inputHashWhole is the reference form of inputHash: the whole input
+// re-encoded and canonicalised at once.
+func inputHashWhole(args map[string]json.RawMessage, raw json.RawMessage) string {
 	body := raw
 	if _, bad := args["\x00invalid"]; !bad {
 		m := make(map[string]json.RawMessage, len(args))

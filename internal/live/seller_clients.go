@@ -104,7 +104,7 @@ func (s *Seller) PrincipalForClient(ctx context.Context, id string) (domain.Prin
 // clients (client.manage).
 func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
 	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 {
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 {
 		return domain.Invalid("limits", "must not be negative")
 	}
 	return s.call(ctx, "seller_set_limits", map[string]any{
@@ -116,6 +116,7 @@ func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l dom
 		"p_controlled_actions_per_minute": l.ControlledActionsPerMinute,
 		"p_maximum_bulk_targets":          l.MaxBulkTargets,
 		"p_maximum_daily_paid_cost_usd":   l.MaxDailyPaidCostUSD,
+		"p_rejected_calls_per_minute":     l.RejectedPerMinute,
 	}, nil)
 }
 

@@ -139,7 +139,7 @@ func (b *Backend) CheckIdempotency(ctx context.Context, k domain.IdempotencyKey)
 func (b *Backend) ConsumeRate(ctx context.Context, p domain.Principal, class string) (domain.RateDecision, error) {
 	d := domain.RateDecision{Class: class}
 	switch class {
-	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions:
+	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions, domain.LimitRejected:
 	default:
 		return d, fmt.Errorf("live: unknown limit class %q: %w", class, domain.ErrInvalidInput)
 	}
