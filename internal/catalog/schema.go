@@ -304,6 +304,8 @@ func schemaError(err error) error {
 		return domain.Invalid(field, "out of range")
 	case strings.Contains(msg, "maxItems"):
 		return domain.Invalid(field, "too many entries")
+	case strings.Contains(msg, "minItems"):
+		return domain.Invalid(field, "too few entries: omit it rather than send an empty list")
 	case strings.Contains(msg, "type:"):
 		return domain.Invalid(field, "wrong type")
 	}
