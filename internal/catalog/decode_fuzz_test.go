@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -188,6 +189,17 @@ func schemaExample(s *jsonschema.Schema, full bool, depth int) any {
 	panic(fmt.Sprintf("schemaExample: unhandled type %q / %v", s.Type, s.Types))
 }
 
+var examplePatterns sync.Map // pattern → *regexp.Regexp: `{8,255}` is slow to compile
+
+func examplePattern(p string) *regexp.Regexp {
+	if re, ok := examplePatterns.Load(p); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(p)
+	examplePatterns.Store(p, re)
+	return re
+}
+
 var idPatternRE = regexp.MustCompile(`^\^([a-z_]+)_\[A-Za-z0-9\]\{1,40\}\$$`)
 
 // stringExample returns a string within the schema's length bounds that
@@ -202,7 +214,7 @@ func stringExample(s *jsonschema.Schema) string {
 		if n < min || (s.MaxLength != nil && n > *s.MaxLength) {
 			return false
 		}
-		return s.Pattern == "" || regexp.MustCompile(s.Pattern).MatchString(c)
+		return s.Pattern == "" || examplePattern(s.Pattern).MatchString(c)
 	}
 	cands := []string{"Lamp", "fuzz-key-0001", "seed", "a.b", "2026-01-02T03:04:05Z", "2026-01-02"}
 	if m := idPatternRE.FindStringSubmatch(s.Pattern); m != nil {
