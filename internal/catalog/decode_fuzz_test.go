@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ func FuzzToolArguments(f *testing.F) {
 		if err != nil {
 			checkInputError(t, tool, err)
 			return
+		}
+		if tr := bytes.TrimSpace(raw); len(tr) > 0 && !json.Valid(tr) {
+			t.Fatalf("%s: accepted bytes that are not one JSON value: %q", tool.Name, raw)
 		}
 		again, err := json.Marshal(v)
 		if err != nil {
@@ -226,4 +230,24 @@ func stringExample(s *jsonschema.Schema) string {
 		}
 	}
 	panic(fmt.Sprintf("stringExample: no example for pattern %q min %d", s.Pattern, min))
+}
+
+// TestHardening_ToolArgumentsTrailingDelimiterRefused: arguments are one
+// JSON object; a stray closing bracket or brace after it (which
+// json.Decoder.More does not report) is refused like any trailing data.
+func TestHardening_ToolArgumentsTrailingDelimiterRefused(t *testing.T) {
+	tool, ok := Lookup("trove_list_sales")
+	if !ok {
+		t.Fatal("trove_list_sales missing")
+	}
+	for _, raw := range []string{`{}]`, `{}}`, `{} ]`, `{} {}`, `{} x`} {
+		_, err := tool.Decode([]byte(raw))
+		var ie *domain.InputError
+		if !errors.As(err, &ie) || ie.Field != "arguments" || !strings.Contains(ie.Reason, "trailing data") {
+			t.Errorf("%s: %v, want invalid arguments: trailing data", raw, err)
+		}
+	}
+	if _, err := tool.Decode([]byte("{}\n")); err != nil {
+		t.Errorf("{} with a newline refused: %v", err)
+	}
 }
