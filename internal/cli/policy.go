@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,7 +84,7 @@ func parsePolicyFile(raw []byte, isYAML bool) (PolicyFile, error) {
 	if err := dec.Decode(&pf); err != nil {
 		return pf, usageError{fmt.Errorf("--file: %w", err)}
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // dec.More() misses a stray ] or }
 		return pf, usageError{fmt.Errorf("--file: trailing data after the policy object")}
 	}
 	return pf, nil

@@ -78,6 +78,9 @@ func FuzzPolicyFile(f *testing.F) {
 			}
 			return
 		}
+		if !isYAML && !json.Valid(raw) {
+			t.Fatalf("accepted bytes that are not one JSON value: %q", raw)
+		}
 		enc, err := json.Marshal(pf)
 		if err != nil {
 			t.Fatalf("accepted policy does not encode: %v", err)
@@ -164,16 +167,22 @@ func TestHardening_PolicyFileYAMLBombRefused(t *testing.T) {
 
 // TestHardening_PolicyFileTrailingDataRefused: a JSON policy file is one
 // object; a second document after it (which a reader might take for the
-// policy) is refused, not silently ignored.
+// policy), or a stray closing brace or bracket, is refused, not silently
+// ignored.
 func TestHardening_PolicyFileTrailingDataRefused(t *testing.T) {
 	path := t.TempDir() + "/p.json"
-	doc := fuzzPolicyJSON + "\n" + strings.Replace(fuzzPolicyJSON, "Bind printed tags", "Another policy", 1)
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := readPolicyFile(path)
-	if err == nil || !strings.Contains(err.Error(), "trailing data") {
-		t.Fatalf("accepted %q (%v), want trailing data refused", pf.Name, err)
+	for _, doc := range []string{
+		fuzzPolicyJSON + "\n" + strings.Replace(fuzzPolicyJSON, "Bind printed tags", "Another policy", 1),
+		fuzzPolicyJSON + "}",
+		fuzzPolicyJSON + "\n]",
+	} {
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := readPolicyFile(path)
+		if err == nil || !strings.Contains(err.Error(), "trailing data") {
+			t.Fatalf("accepted %q (%v), want trailing data refused", pf.Name, err)
+		}
 	}
 	if err := os.WriteFile(path, []byte(fuzzPolicyJSON+"\n"), 0o600); err != nil {
 		t.Fatal(err)
