@@ -69,6 +69,7 @@ func FuzzPolicyFile(f *testing.F) {
 	f.Add([]byte("? [a]\n: b\n"), true)
 	f.Add([]byte(billionLaughs()), true)
 	f.Add([]byte(wideBomb(200, 400)), true)
+	f.Add([]byte(strings.Repeat("#", maxPolicyFile+1)), true)
 	f.Fuzz(func(t *testing.T, raw []byte, isYAML bool) {
 		pf, err := parsePolicyFile(raw, isYAML)
 		if err != nil {
