@@ -132,7 +132,7 @@ type PreviewCSVImportInput struct {
 	SaleID    string          `json:"sale_id" jsonschema:"the sale the rows belong to" ts:"id=sale"`
 	CSVText   string          `json:"csv_text" jsonschema:"the whole CSV file (at most 5 MiB, 10,000 rows, 200 columns)" ts:"min=1,max=5242880"`
 	HasHeader *bool           `json:"has_header,omitempty" jsonschema:"whether the first row is a header (default true)"`
-	Mapping   []ColumnMapping `json:"mapping,omitempty" jsonschema:"column to field mapping; omitted means the suggested mapping" ts:"maxitems=200"`
+	Mapping   []ColumnMapping `json:"mapping,omitempty" jsonschema:"column to field mapping; omitted means the suggested mapping" ts:"minitems=1,maxitems=200"`
 }
 
 // PreviewRow is one normalised row as it would be imported.
@@ -305,7 +305,7 @@ type ApplyCSVImportInput struct {
 	SaleID          string          `json:"sale_id" jsonschema:"the sale the rows belong to" ts:"id=sale"`
 	CSVText         string          `json:"csv_text" jsonschema:"the whole CSV file (at most 5 MiB, 10,000 rows, 200 columns)" ts:"min=1,max=5242880"`
 	HasHeader       *bool           `json:"has_header,omitempty" jsonschema:"whether the first row is a header (default true)"`
-	Mapping         []ColumnMapping `json:"mapping,omitempty" jsonschema:"column to field mapping, as previewed; omitted means the suggested mapping" ts:"maxitems=200"`
+	Mapping         []ColumnMapping `json:"mapping,omitempty" jsonschema:"column to field mapping, as previewed; omitted means the suggested mapping" ts:"minitems=1,maxitems=200"`
 	SourceLabel     string          `json:"source_label,omitempty" jsonschema:"where the file came from, e.g. family inventory spreadsheet" ts:"max=200"`
 	SkipInvalidRows bool            `json:"skip_invalid_rows,omitempty" jsonschema:"import the valid rows and report the invalid ones (default false: any invalid row fails the whole call and nothing is written)"`
 }

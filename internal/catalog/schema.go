@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -249,7 +250,7 @@ func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any, limit i
 	if err := dec.Decode(&plain); err != nil {
 		return domain.Invalid("arguments", "not valid JSON")
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // dec.More() misses a stray ] or }
 		return domain.Invalid("arguments", "trailing data after the JSON object")
 	}
 	if _, ok := plain.(map[string]any); !ok {
@@ -304,6 +305,8 @@ func schemaError(err error) error {
 		return domain.Invalid(field, "out of range")
 	case strings.Contains(msg, "maxItems"):
 		return domain.Invalid(field, "too many entries")
+	case strings.Contains(msg, "minItems"):
+		return domain.Invalid(field, "too few entries: omit it rather than send an empty list")
 	case strings.Contains(msg, "type:"):
 		return domain.Invalid(field, "wrong type")
 	}

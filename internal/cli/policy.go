@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,21 +34,47 @@ type PolicyFile struct {
 	Limits       domain.PolicyLimits     `json:"limits"`
 }
 
+// maxPolicyFile bounds a policy document: the file, and a YAML document
+// once its aliases are expanded (a YAML "billion laughs" is 64 KiB of text
+// that would expand to gigabytes of JSON).
+const maxPolicyFile = 64 << 10
+
 // readPolicyFile parses JSON, or YAML converted to JSON, strictly.
 func readPolicyFile(path string) (PolicyFile, error) {
-	var pf PolicyFile
-	raw, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
-		return pf, usageError{fmt.Errorf("--file: %w", err)}
+		return PolicyFile{}, usageError{fmt.Errorf("--file: %w", err)}
 	}
-	if len(raw) > 64<<10 {
+	defer fh.Close()
+	raw, err := io.ReadAll(io.LimitReader(fh, maxPolicyFile+1))
+	if err != nil {
+		return PolicyFile{}, usageError{fmt.Errorf("--file: %w", err)}
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	return parsePolicyFile(raw, ext == ".yaml" || ext == ".yml")
+}
+
+// parsePolicyFile parses a policy document: one JSON object with no unknown
+// field and nothing after it, or YAML whose alias-expanded size stays
+// within maxPolicyFile, converted to JSON and read the same way.
+func parsePolicyFile(raw []byte, isYAML bool) (PolicyFile, error) {
+	var pf PolicyFile
+	if len(raw) > maxPolicyFile {
 		return pf, usageError{fmt.Errorf("--file: larger than 64 KiB")}
 	}
-	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yaml" || ext == ".yml" {
-		var v any
-		if err := yaml.Unmarshal(raw, &v); err != nil {
+	if isYAML {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
 			return pf, usageError{fmt.Errorf("--file: not valid YAML: %w", err)}
 		}
+		if yamlExpandedSize(&doc, map[*yaml.Node]int{}) > maxPolicyFile {
+			return pf, usageError{fmt.Errorf("--file: the YAML expands beyond 64 KiB (anchors and aliases): write it out")}
+		}
+		var v any
+		if err := doc.Decode(&v); err != nil {
+			return pf, usageError{fmt.Errorf("--file: not valid YAML: %w", err)}
+		}
+		var err error
 		if raw, err = json.Marshal(v); err != nil {
 			return pf, usageError{fmt.Errorf("--file: YAML with non-string keys: %w", err)}
 		}
@@ -56,7 +84,39 @@ func readPolicyFile(path string) (PolicyFile, error) {
 	if err := dec.Decode(&pf); err != nil {
 		return pf, usageError{fmt.Errorf("--file: %w", err)}
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // dec.More() misses a stray ] or }
+		return pf, usageError{fmt.Errorf("--file: trailing data after the policy object")}
+	}
 	return pf, nil
+}
+
+// yamlExpandedSize is the size of n with every alias expanded, saturated
+// just above maxPolicyFile; a node that contains itself counts as too big.
+// memo holds each node's size (-1 while it is being sized).
+func yamlExpandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
+	if n == nil {
+		return 0
+	}
+	if s, ok := memo[n]; ok {
+		if s < 0 {
+			return maxPolicyFile + 1
+		}
+		return s
+	}
+	memo[n] = -1
+	size := len(n.Value) + len(n.Tag) + 2
+	if n.Kind == yaml.AliasNode {
+		size += yamlExpandedSize(n.Alias, memo)
+	}
+	for _, c := range n.Content {
+		if size > maxPolicyFile {
+			break
+		}
+		size += yamlExpandedSize(c, memo)
+	}
+	size = min(size, maxPolicyFile+1)
+	memo[n] = size
+	return size
 }
 
 // policyAdmin is what the policy commands act through: the embedded store
