@@ -116,7 +116,7 @@ func newToolsCmd(f *Factory) *cobra.Command {
 }
 
 func newLimitsCmd(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "limits", Short: "Rate and cost limits per tenant or client (spec §38)"}
+	cmd := &cobra.Command{Use: "limits", Short: "Rate and cost limits per tenant or client (spec §38), and the tenant's candidate quota"}
 	var tenant, client string
 	var asJSON bool
 	show := &cobra.Command{
@@ -135,14 +135,18 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				if asJSON {
 					return writeJSON(f.IO.Out, l)
 				}
-				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day\n",
-					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
+				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day\n"+
+					"tenant quota: open candidates %d · candidate bytes %d\n",
+					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD,
+					l.MaxOpenCandidates, l.MaxCandidateBytes)
 				return err
 			})
 		},
 	}
 	var reads, cand, props, ctrl, bulk int
 	var paid float64
+	var quotaCands int
+	var quotaBytes int64
 	set := &cobra.Command{
 		Use:   "set",
 		Short: "Set limits for a tenant (or, with --client, one client); unspecified values keep their current value",
@@ -151,12 +155,15 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
+			fl := cmd.Flags()
+			if client != "" && (fl.Changed("candidates") || fl.Changed("candidate-bytes")) {
+				return usageError{fmt.Errorf("--candidates and --candidate-bytes are the tenant's quota: drop --client")}
+			}
 			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
 				}
-				fl := cmd.Flags()
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
 					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets} {
 					if fl.Changed(name) {
@@ -166,6 +173,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				}
 				if fl.Changed("paid-usd-per-day") {
 					l.MaxDailyPaidCostUSD = paid
+				}
+				if fl.Changed("candidates") {
+					l.MaxOpenCandidates = quotaCands
+				}
+				if fl.Changed("candidate-bytes") {
+					l.MaxCandidateBytes = quotaBytes
 				}
 				if err := a.SetLimits(cmd.Context(), tenant, client, l); err != nil {
 					return clientError(err)
@@ -186,6 +199,8 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	set.Flags().IntVar(&ctrl, "controlled-actions", 0, "controlled actions per minute")
 	set.Flags().IntVar(&bulk, "bulk-targets", 0, "maximum targets of a bulk action")
 	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
+	set.Flags().IntVar(&quotaCands, "candidates", 0, "tenant quota: maximum open (in review) candidates")
+	set.Flags().Int64Var(&quotaBytes, "candidate-bytes", 0, "tenant quota: maximum stored candidate-tier bytes (candidates, source records, media)")
 	cmd.AddCommand(show, set)
 	return cmd
 }

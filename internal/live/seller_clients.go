@@ -104,10 +104,10 @@ func (s *Seller) PrincipalForClient(ctx context.Context, id string) (domain.Prin
 // clients (client.manage).
 func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
 	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 {
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
 		return domain.Invalid("limits", "must not be negative")
 	}
-	return s.call(ctx, "seller_set_limits", map[string]any{
+	err := s.call(ctx, "seller_set_limits", map[string]any{
 		"p_tenant_id":                     tenantID,
 		"p_client_id":                     clientID,
 		"p_read_calls_per_minute":         l.ReadsPerMinute,
@@ -117,6 +117,13 @@ func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l dom
 		"p_maximum_bulk_targets":          l.MaxBulkTargets,
 		"p_maximum_daily_paid_cost_usd":   l.MaxDailyPaidCostUSD,
 	}, nil)
+	if err != nil || clientID != "" {
+		return err
+	}
+	// The candidate quota is the tenant's: set on its row, after the rates
+	// (docs/quota.md).
+	return s.call(ctx, "seller_set_quota", map[string]any{"p_tenant_id": tenantID,
+		"p_maximum_open_candidates": l.MaxOpenCandidates, "p_maximum_candidate_bytes": l.MaxCandidateBytes}, nil)
 }
 
 // EffectiveLimits returns the client's limits, else the tenant's, else the

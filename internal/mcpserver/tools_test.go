@@ -216,7 +216,7 @@ func TestBadInput_ClearErrorNothingWritten(t *testing.T) {
 		{"wrong type", "trove_list_items", map[string]any{"limit": "ten"}, "invalid_input", "limit"},
 		{"limit out of range", "trove_list_items", map[string]any{"limit": 1000}, "invalid_input", "limit"},
 		{"bad enum", "trove_list_items", map[string]any{"status": "stolen"}, "invalid_input", "status"},
-		{"foreign cursor", "trove_list_items", map[string]any{"cursor": domain.EncodeCursor("sales", fixtures.DemoTenantID, domain.Keyset{Key: "x", ID: "sale_221"})}, "invalid_input", "cursor"},
+		{"foreign cursor", "trove_list_items", map[string]any{"cursor": e.st.Cursors().Encode("sales", fixtures.DemoTenantID, domain.Keyset{Key: "x", ID: "sale_221"})}, "invalid_input", "cursor"},
 		{"garbage cursor", "trove_list_items", map[string]any{"cursor": "!!!"}, "invalid_input", "cursor"},
 		{"unknown sale on write", "trove_create_candidate", map[string]any{"sale_id": "sale_999999", "title": "Lamp", "idempotency_key": "bad-key-0002"}, "invalid_reference", "sale_id"},
 	}
