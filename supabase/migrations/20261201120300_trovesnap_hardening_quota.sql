@@ -37,10 +37,11 @@ INSERT INTO trovesnap.cursor_secret (secret)
 SELECT sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8'));
 ALTER TABLE trovesnap.cursor_secret ENABLE ROW LEVEL SECURITY;
 ALTER TABLE trovesnap.cursor_secret FORCE ROW LEVEL SECURITY;
--- Readable by the owner's SECURITY DEFINER functions only: no grant to any
--- other role, and no policy for writes (the secret is never changed by an
--- RPC).
-CREATE POLICY cursor_secret_read ON trovesnap.cursor_secret FOR SELECT TO trovesnap_owner USING (true);
+-- No grant to any other role, no policy for writes (no RPC changes the
+-- secret), and the owner reads it only while cursor_mac has raised its own
+-- flag: no other function, context or table scan sees it.
+CREATE POLICY cursor_secret_read ON trovesnap.cursor_secret FOR SELECT TO trovesnap_owner
+    USING (coalesce(current_setting('trovesnap.cursor_secret', true), '') = 'on');
 
 -- hmac_sha256 is RFC 2104 over sha256 (pgcrypto is not assumed).
 CREATE OR REPLACE FUNCTION trovesnap.hmac_sha256(p_key bytea, p_msg bytea) RETURNS bytea
@@ -75,13 +76,22 @@ CREATE OR REPLACE FUNCTION trovesnap.b64url_decode(p text) RETURNS bytea
 
 -- cursor_mac is domain.CursorMAC: the same bytes for the same secret.
 CREATE OR REPLACE FUNCTION trovesnap.cursor_mac(p_kind text, p_tenant text, p_key_part text, p_id_part text) RETURNS bytea
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT trovesnap.hmac_sha256(s.secret, convert_to('trovesnap-cursor-v2' || E'\n' || p_kind || E'\n' || p_tenant
-            || E'\n' || p_key_part || '.' || p_id_part, 'UTF8'))
-        FROM trovesnap.cursor_secret s
-    $$;
+DECLARE
+    v_secret bytea;
+BEGIN
+    PERFORM set_config('trovesnap.cursor_secret', 'on', true);
+    SELECT s.secret INTO v_secret FROM trovesnap.cursor_secret s;
+    PERFORM set_config('trovesnap.cursor_secret', 'off', true);
+    IF v_secret IS NULL THEN
+        RAISE EXCEPTION 'trovesnap: no cursor secret';
+    END IF;
+    RETURN trovesnap.hmac_sha256(v_secret, convert_to('trovesnap-cursor-v2' || E'\n' || p_kind || E'\n' || p_tenant
+        || E'\n' || p_key_part || '.' || p_id_part, 'UTF8'));
+END
+$$;
 
 -- cursor_tenant starts a cursor RPC and returns the tenant a cursor of
 -- p_kind is bound to: none for the public marketplace, else the caller's.
