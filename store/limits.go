@@ -15,10 +15,16 @@ func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l doma
 		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
 		return domain.Invalid("limits", "must not be negative")
 	}
-	// The candidate quota is the tenant's: a client's row leaves it NULL.
+	// The candidate quota is the tenant's: a client's row leaves it NULL,
+	// and so does 0 (the default: see domain.Limits).
 	var quotaCands, quotaBytes any
 	if clientID == "" {
-		quotaCands, quotaBytes = l.MaxOpenCandidates, l.MaxCandidateBytes
+		if l.MaxOpenCandidates > 0 {
+			quotaCands = l.MaxOpenCandidates
+		}
+		if l.MaxCandidateBytes > 0 {
+			quotaBytes = l.MaxCandidateBytes
+		}
 	}
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		var n int

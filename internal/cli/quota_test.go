@@ -49,6 +49,7 @@ func TestHardening_LimitsSetCandidateQuota(t *testing.T) {
 		{"--client", fixtures.DemoClientID, "--candidates", "5"},
 		{"--candidates", "-1"},
 		{"--candidate-bytes", "-1"},
+		{"--candidates", "0"},
 	} {
 		args := append([]string{"--db", db, "limits", "set", "--tenant", fixtures.DemoTenantID}, bad...)
 		if r := run(t, env, args...); r.code != cli.ExitUsage {

@@ -159,6 +159,9 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if client != "" && (fl.Changed("candidates") || fl.Changed("candidate-bytes")) {
 				return usageError{fmt.Errorf("--candidates and --candidate-bytes are the tenant's quota: drop --client")}
 			}
+			if (fl.Changed("candidates") && quotaCands < 1) || (fl.Changed("candidate-bytes") && quotaBytes < 1) {
+				return usageError{fmt.Errorf("--candidates and --candidate-bytes must be at least 1")}
+			}
 			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {

@@ -196,8 +196,8 @@ func testHardeningCandidateQuota(t *testing.T, in Instance) {
 func testHardeningBytesQuota(t *testing.T, in Instance) {
 	b := in.Backend
 	p := resolve(t, b, CredOwner)
-	// A quota of 0 bytes: every write that stores bytes is refused.
-	setQuota(t, in, domain.DefaultMaxOpenCandidates, 0)
+	// A quota of 1 byte: every write that stores bytes is refused.
+	setQuota(t, in, domain.DefaultMaxOpenCandidates, 1)
 	before := in.Counts(t)
 	_, _, err := b.CreateCandidate(ctx, p, meta(p, "bytes-1", "sha256:b1", "event_b1"),
 		domain.NewCandidate{SaleID: fixtures.LiveSaleID, Title: "Bytes lamp", Description: strings.Repeat("long ", 100)})

@@ -99,7 +99,9 @@ type Limits struct {
 	MaxDailyPaidCostUSD        float64 `json:"maximum_daily_paid_cost_usd"`
 	// The candidate-tier quota is the tenant's (docs/quota.md): whatever
 	// client's limits are read, these two come from the tenant's row, and
-	// setting a client's limits leaves them as they are.
+	// setting a client's limits leaves them as they are. Unlike the rates,
+	// 0 here means the default (so a Limits built without them never locks
+	// a tenant out of the candidate tier); the smallest quota is 1.
 	MaxOpenCandidates int   `json:"maximum_open_candidates"`
 	MaxCandidateBytes int64 `json:"maximum_candidate_bytes"`
 }

@@ -122,8 +122,16 @@ func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l dom
 	}
 	// The candidate quota is the tenant's: set on its row, after the rates
 	// (docs/quota.md).
+	// 0 is the default (domain.Limits): stored as NULL.
+	var cands, bytes any
+	if l.MaxOpenCandidates > 0 {
+		cands = l.MaxOpenCandidates
+	}
+	if l.MaxCandidateBytes > 0 {
+		bytes = l.MaxCandidateBytes
+	}
 	return s.call(ctx, "seller_set_quota", map[string]any{"p_tenant_id": tenantID,
-		"p_maximum_open_candidates": l.MaxOpenCandidates, "p_maximum_candidate_bytes": l.MaxCandidateBytes}, nil)
+		"p_maximum_open_candidates": cands, "p_maximum_candidate_bytes": bytes}, nil)
 }
 
 // EffectiveLimits returns the client's limits, else the tenant's, else the
