@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,11 +104,20 @@ func TestHardening_TenantUsageMatchesTheRows(t *testing.T) {
 // backends' migrations: they must say the same.
 func TestHardening_QuotaDefaultsAgreeWithTheSQL(t *testing.T) {
 	cands, bytes := fmt.Sprint(domain.DefaultMaxOpenCandidates), fmt.Sprint(domain.DefaultMaxCandidateBytes)
-	store, err := migrationsFS.ReadFile("migrations/0008_cursor_secret_quota.sql")
+	// Found by name, whatever number the migration ends up with.
+	names, err := fs.Glob(migrationsFS, "migrations/*_cursor_secret_quota.sql")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("store migration: %v %v", names, err)
+	}
+	store, err := migrationsFS.ReadFile(names[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := os.ReadFile(filepath.Join("..", "supabase", "migrations", "20261201120300_trovesnap_hardening_quota.sql"))
+	files, err := filepath.Glob(filepath.Join("..", "supabase", "migrations", "*_trovesnap_hardening_quota.sql"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("live migration: %v %v", files, err)
+	}
+	live, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
