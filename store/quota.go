@@ -7,7 +7,7 @@ import (
 )
 
 // quotaError recognises a refusal of the quota triggers
-// (0008_cursor_secret_quota.sql) in a driver error and turns it into the
+// (migrations/*_cursor_secret_quota.sql) in a driver error and turns it into the
 // domain's quota error; nil when err is something else. The triggers run
 // inside the write's transaction, which the caller then rolls back whole.
 func quotaError(err error) error {

@@ -1,5 +1,5 @@
 -- trovesnap live mode, hardening (issue 13): signed cursors and the
--- candidate-tier quota. Mirrors store/migrations/0008_cursor_secret_quota.sql
+-- candidate-tier quota. Mirrors store/migrations/*_cursor_secret_quota.sql
 -- (numbered 0009 in the plan) and internal/domain/cursor.go.
 --
 -- Cursors (docs/cursors.md). A list cursor is c2.<key>.<id>.<mac>, each part
