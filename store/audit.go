@@ -109,25 +109,35 @@ func (s *Store) ScanChain(ctx context.Context, afterSeq int64, fn func(rec domai
 
 // ChainHeads returns the newest event of every tenant chain, by tenant.
 func (s *Store) ChainHeads(ctx context.Context) ([]domain.ChainHead, error) {
-	out := []domain.ChainHead{}
+	var out []domain.ChainHead
 	err := s.withRead(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT c.tenant_id, c.n, p.seq, p.id, p.event_hash
-			FROM (SELECT tenant_id, count(*) AS n, max(seq) AS m FROM plugin_events GROUP BY tenant_id) c
-			JOIN plugin_events p ON p.seq = c.m ORDER BY c.tenant_id`)
-		if err != nil {
+		var err error
+		if out, err = chainHeads(ctx, tx); err != nil {
 			return s.dbErr("audit heads", err)
 		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var h domain.ChainHead
-			if err := rows.Scan(&h.TenantID, &h.Events, &h.Seq, &h.EventID, &h.EventHash); err != nil {
-				return s.dbErr("audit heads", err)
-			}
-			out = append(out, h)
-		}
-		return rows.Err()
+		return nil
 	})
 	return out, err
+}
+
+// chainHeads reads the head of every tenant chain inside tx.
+func chainHeads(ctx context.Context, tx *sql.Tx) ([]domain.ChainHead, error) {
+	out := []domain.ChainHead{}
+	rows, err := tx.QueryContext(ctx, `SELECT c.tenant_id, c.n, p.seq, p.id, p.event_hash
+		FROM (SELECT tenant_id, count(*) AS n, max(seq) AS m FROM plugin_events GROUP BY tenant_id) c
+		JOIN plugin_events p ON p.seq = c.m ORDER BY c.tenant_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var h domain.ChainHead
+		if err := rows.Scan(&h.TenantID, &h.Events, &h.Seq, &h.EventID, &h.EventHash); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
 }
 
 // AuditEvents returns the stored events matching q, in seq order, with their

@@ -37,9 +37,9 @@ func TestContract_Store(t *testing.T) {
 				}
 				return ev
 			},
-			Admin:   func(*testing.T, string, string) domain.ApprovalAdmin { return s },
+			Admin:   func(_ *testing.T, _, userID string) domain.ApprovalAdmin { return s.AsSeller(userID) },
 			Clients: func(*testing.T, string, string) domain.ClientAdmin { return s },
-			Grants:  func(*testing.T, string, string) contract.GrantIssuer { return s },
+			Grants:  func(_ *testing.T, _, userID string) contract.GrantIssuer { return s.AsSeller(userID) },
 		}
 	})
 }

@@ -15,9 +15,11 @@ import (
 // ExecuteProposal runs an approved proposal's ONE domain function. In one
 // IMMEDIATE transaction (with the idempotency row and the event) it:
 // re-reads the proposal and checks it still has the hash the approval step
-// verified; re-checks and consumes the authority (a single-use grant, or a
+// verified and that the caller is the client (and actor) that proposed it;
+// re-checks and consumes the authority (a single-use grant, or a
 // policy use within its daily limit at the same policy version); checks
-// every target is still at its expected version; applies the domain rules
+// every target is still at its expected version; checks the client's and
+// the tenant's daily paid budgets; applies the domain rules
 // and the change; marks the proposal executed. Two processes executing one
 // grant serialise on the write lock: exactly one consumes it.
 func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domain.WriteMeta, proposalID string, auth domain.Authorization) (domain.ExecutionResult, domain.WriteOutcome, error) {
@@ -28,7 +30,7 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 	}
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ExecutionResult, domain.Related, error) {
 		var res domain.ExecutionResult
-		prop, err := s.getProposal(ctx, tx, p.TenantID, proposalID)
+		prop, err := s.getProposalAs(ctx, tx, p, proposalID)
 		if err != nil {
 			return res, domain.Related{}, err
 		}
@@ -43,6 +45,10 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 			return res, domain.Related{}, fmt.Errorf("proposal %s expired: %w", prop.ID, domain.ErrApprovalExpired)
 		case prop.Tool.Name != w.Idem.Tool:
 			return res, domain.Related{}, fmt.Errorf("proposal %s is for %s: %w", prop.ID, prop.Tool.Name, domain.ErrApprovalInvalid)
+		}
+		// Only the client that proposed it, for the same actor, executes it.
+		if err := domain.RequireRequester(p, prop); err != nil {
+			return res, domain.Related{}, err
 		}
 		grantID, err := s.consumeAuthority(ctx, tx, prop, auth, policyGrantID, now)
 		if err != nil {
@@ -63,6 +69,10 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 		}
 		if len(stale) > 0 {
 			return res, domain.Related{}, domain.StaleError(stale, want, got)
+		}
+		// The daily paid budgets, counted under the write lock.
+		if err := s.checkCostBudget(ctx, tx, p.TenantID, p.Client.ID, prop.Impact.EstimatedCostUSD, now); err != nil {
+			return res, domain.Related{}, err
 		}
 		res = domain.ExecutionResult{
 			ProposalID: prop.ID, Executed: true, Simulated: s.mode == domain.ModeMock,
@@ -99,6 +109,8 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 		switch {
 		case g.TenantID != prop.TenantID || g.ProposalID != prop.ID || g.Tool != prop.Tool.Name:
 			return "", fmt.Errorf("grant %s is for another proposal: %w", g.ID, domain.ErrApprovalInvalid)
+		case g.BoundTo != prop.RequestedBy:
+			return "", fmt.Errorf("grant %s is bound to another client: %w", g.ID, domain.ErrApprovalInvalid)
 		case g.ProposalHash != prop.Hash:
 			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrProposalChanged)
 		case g.Status == domain.GrantRevoked:

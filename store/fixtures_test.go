@@ -101,7 +101,7 @@ func TestFixtures_FullDatasetSeedsAndServes(t *testing.T) {
 		t.Fatalf("other tenant's sale: err = %v; want a cross-tenant RefError", err)
 	}
 
-	if err := s.Reset(ctx, fixtures.Dataset()); err != nil {
+	if _, err := s.Reset(ctx, fixtures.Dataset(), "tester"); err != nil {
 		t.Fatal(err)
 	}
 	after, err := s.Digest(ctx)
@@ -109,7 +109,7 @@ func TestFixtures_FullDatasetSeedsAndServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for table, sum := range seeded {
-		if after[table] != sum {
+		if table != "plugin_events" && after[table] != sum { // the log now holds the reset's own event
 			t.Errorf("%s differs from the seeded state after Reset", table)
 		}
 	}

@@ -12,7 +12,13 @@ import (
 )
 
 const grantCols = `id, tenant_id, proposal_id, proposal_hash, issuer_type, issuer_actor, issuer_surface, policy_id,
-	policy_version, tool, target_ids, constraints, status, single_use, issued_at, expires_at, consumed_at, revoked_at`
+	policy_version, tool, target_ids, constraints, status, single_use, issued_at, expires_at, consumed_at, revoked_at,
+	coalesce((SELECT requested_by_client FROM proposals WHERE proposals.id = approval_grants.proposal_id), ''),
+	coalesce((SELECT requested_by_actor FROM proposals WHERE proposals.id = approval_grants.proposal_id), '')`
+
+// A grant's binding to the client and actor that asked (Grant.BoundTo) is
+// its proposal's requester: the grant row references the proposal, whose
+// requester is immutable content covered by the hash the grant is bound to.
 
 func scanGrant(row interface{ Scan(...any) error }) (domain.Grant, error) {
 	var (
@@ -24,7 +30,7 @@ func scanGrant(row interface{ Scan(...any) error }) (domain.Grant, error) {
 	)
 	if err := row.Scan(&g.ID, &g.TenantID, &g.ProposalID, &g.ProposalHash, &g.IssuedBy.Type, &g.IssuedBy.ActorID,
 		&g.IssuedBy.Surface, &g.IssuedBy.PolicyID, &g.IssuedBy.PolicyVersion, &g.Tool, &targets, &cons, &g.Status,
-		&single, &issued, &expires, &consumed, &revoked); err != nil {
+		&single, &issued, &expires, &consumed, &revoked, &g.BoundTo.ClientID, &g.BoundTo.ActorID); err != nil {
 		return g, err
 	}
 	var tp timeScanner
@@ -59,8 +65,10 @@ func (s *Store) insertGrant(ctx context.Context, tx *sql.Tx, g domain.Grant) err
 // IssueGrant records a human grant. Under the write lock it re-checks what
 // the approval service checked: the proposal is pending, unexpired and
 // still has the hash the human reviewed; the issuer is a member holding
-// approval.grant. The proposal becomes approved; an approval event is
-// recorded under the proposal's correlation id.
+// approval.grant. The grant is bound to the proposal's requester, and its
+// maximum cost may not exceed the requesting client's or the tenant's daily
+// paid budget (domain.ErrCostLimit). The proposal becomes approved; an
+// approval event is recorded under the proposal's correlation id.
 func (s *Store) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, error) {
 	if g.IssuedBy.Type != domain.IssuerHuman || g.IssuedBy.ActorID == "" || g.IssuedBy.Surface == "" {
 		return domain.Grant{}, domain.Invalid("issued_by", "a human grant names its actor and surface")
@@ -83,13 +91,24 @@ func (s *Store) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, e
 			return fmt.Errorf("proposal %s expired: %w", prop.ID, domain.ErrApprovalExpired)
 		case g.Tool != prop.Tool.Name:
 			return domain.Invalid("tool", "a grant is for the proposal's own tool")
+		case g.BoundTo != (domain.Requester{}) && g.BoundTo != prop.RequestedBy:
+			return domain.Invalid("bound_to", "a grant is bound to the client and actor that requested the proposal")
 		}
+		g.BoundTo = prop.RequestedBy
 		role, err := s.roleIn(ctx, tx, g.TenantID, g.IssuedBy.ActorID)
 		if err != nil {
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
 			return fmt.Errorf("%s may not approve: %w", g.IssuedBy.ActorID, domain.ErrPermissionDenied)
+		}
+		// A grant never allows more than the daily paid budgets.
+		budgets, err := s.costBudgets(ctx, tx, g.TenantID, prop.RequestedBy.ClientID, now)
+		if err != nil {
+			return err
+		}
+		if err := domain.CheckGrantCost(g.Constraints.MaxCostUSD, budgets...); err != nil {
+			return err
 		}
 		if err := s.insertGrant(ctx, tx, g); err != nil {
 			return err

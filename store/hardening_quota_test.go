@@ -94,7 +94,7 @@ func TestHardening_TenantUsageMatchesTheRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a rejection")
-	if err := s.Reset(ctx, testDataset()); err != nil {
+	if _, err := s.Reset(ctx, testDataset(), "tester"); err != nil {
 		t.Fatal(err)
 	}
 	check("after reset")

@@ -32,6 +32,9 @@ func (s *Store) CreateProposal(ctx context.Context, p domain.Principal, w domain
 		if err != nil {
 			return domain.Proposal{}, domain.Related{}, err
 		}
+		if err := s.checkCostBudget(ctx, tx, p.TenantID, p.Client.ID, prop.Impact.EstimatedCostUSD, now); err != nil {
+			return domain.Proposal{}, domain.Related{}, err
+		}
 		prop.ID = s.ids.New(domain.PrefixProposal)
 		if prop.Hash, err = seal(prop); err != nil {
 			return domain.Proposal{}, domain.Related{}, fmt.Errorf("store: seal proposal: %w", domain.ErrInvalidInput)
@@ -88,12 +91,68 @@ func scanProposal(row interface{ Scan(...any) error }) (domain.Proposal, string,
 }
 
 // GetProposal reads a proposal of the principal's tenant as stored. A
-// proposal of another tenant is unknown (RefError, audit-marked).
+// proposal of another tenant is unknown (RefError, audit-marked); so is one
+// that touches a sale a sale-scoped principal is not assigned to (§4.3),
+// answered exactly like a missing id.
 func (s *Store) GetProposal(ctx context.Context, p domain.Principal, id string) (domain.Proposal, error) {
 	if err := requireTenant(p); err != nil {
 		return domain.Proposal{}, err
 	}
-	return s.getProposal(ctx, s.r, p.TenantID, id)
+	return s.getProposalAs(ctx, s.r, p, id)
+}
+
+// getProposalAs is getProposal for a client principal: every read and the
+// execution of a proposal go through it, so sale assignment holds on all
+// of them.
+func (s *Store) getProposalAs(ctx context.Context, q queryRower, p domain.Principal, id string) (domain.Proposal, error) {
+	prop, err := s.getProposal(ctx, q, p.TenantID, id)
+	if err != nil {
+		return domain.Proposal{}, err
+	}
+	if !ProposalVisibleTo(p.SaleScoped, p.AssignedSaleIDs, prop) {
+		return domain.Proposal{}, domain.UnknownRef("proposal_id", id, false)
+	}
+	return prop, nil
+}
+
+// ProposalVisibleTo reports whether a member sees a proposal: an unscoped
+// member sees every proposal of its tenant; a sale-scoped one (§4.3) only
+// a proposal whose every sale — the sale of each target, stored in the
+// proposal when it was made — is assigned to it. A proposal that names no
+// sale is not shown to a scoped member (fail closed).
+func ProposalVisibleTo(saleScoped bool, assigned []string, prop domain.Proposal) bool {
+	if !saleScoped {
+		return true
+	}
+	if len(prop.SaleIDs) == 0 {
+		return false
+	}
+	for _, sale := range prop.SaleIDs {
+		if !slices.Contains(assigned, sale) {
+			return false
+		}
+	}
+	return true
+}
+
+// MemberSaleScope returns whether a user's membership in a tenant is
+// restricted to assigned sales, and those sales (sorted). The approval
+// terminal filters its queue with it; a non-member is unscoped with no
+// sales (it sees nothing anyway: MemberRole is "").
+func (s *Store) MemberSaleScope(ctx context.Context, tenantID, userID string) (bool, []string, error) {
+	var mid string
+	err := s.r.QueryRowContext(ctx, "SELECT id FROM memberships WHERE tenant_id = ? AND user_id = ?", tenantID, userID).Scan(&mid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, s.dbErr("member sale scope", err)
+	}
+	p := domain.Principal{MembershipID: mid}
+	if err := s.loadSaleScope(ctx, s.r, &p); err != nil {
+		return false, nil, err
+	}
+	return p.SaleScoped, p.AssignedSaleIDs, nil
 }
 
 // GetProposalAdmin reads a proposal of a tenant for a human surface.
@@ -170,7 +229,7 @@ func (s *Store) ListProposals(ctx context.Context, tenantID, status string) ([]d
 }
 
 // ApprovalState returns the grants issued for a proposal of the principal's
-// tenant and the tenant's active policies naming tool, with today's usage.
+// tenant (none for a proposal it may not see, like a missing one) and the tenant's active policies naming tool, with today's usage.
 func (s *Store) ApprovalState(ctx context.Context, p domain.Principal, proposalID, tool string) ([]domain.Grant, []domain.Policy, map[string]domain.PolicyUsage, error) {
 	if err := requireTenant(p); err != nil {
 		return nil, nil, nil, err
@@ -181,19 +240,28 @@ func (s *Store) ApprovalState(ctx context.Context, p domain.Principal, proposalI
 		usage    = map[string]domain.PolicyUsage{}
 	)
 	err := s.withRead(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+grantCols+" FROM approval_grants WHERE tenant_id = ? AND proposal_id = ? ORDER BY issued_at, id", p.TenantID, proposalID)
-		if err != nil {
-			return s.dbErr("approval state: grants", err)
+		// The grants of a proposal the principal may not see (another
+		// sale's, §4.3) are not shown: the answer is a missing proposal's.
+		_, err := s.getProposalAs(ctx, tx, p, proposalID)
+		hidden := errors.Is(err, domain.ErrNotFound)
+		if err != nil && !hidden {
+			return err
 		}
-		for rows.Next() {
-			g, err := scanGrant(rows)
+		if !hidden {
+			rows, err := tx.QueryContext(ctx, "SELECT "+grantCols+" FROM approval_grants WHERE tenant_id = ? AND proposal_id = ? ORDER BY issued_at, id", p.TenantID, proposalID)
 			if err != nil {
-				rows.Close()
-				return s.dbErr("approval state: grant", err)
+				return s.dbErr("approval state: grants", err)
 			}
-			grants = append(grants, g)
+			for rows.Next() {
+				g, err := scanGrant(rows)
+				if err != nil {
+					rows.Close()
+					return s.dbErr("approval state: grant", err)
+				}
+				grants = append(grants, g)
+			}
+			rows.Close()
 		}
-		rows.Close()
 		pols, err := s.listPolicies(ctx, tx, p.TenantID)
 		if err != nil {
 			return err
@@ -288,4 +356,82 @@ func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string
 		return 0, s.dbErr("version of "+id, err)
 	}
 	return v, nil
+}
+
+// SellerView is the store's approval surface acting as one seller: what a
+// sale-scoped seller (§4.3) reads, approves or denies is limited to the
+// proposals of its assigned sales, as the live seller RPCs limit it in SQL.
+// A proposal of another sale answers exactly like a missing one.
+type SellerView struct {
+	*Store
+	UserID string
+}
+
+// AsSeller is the store's approval surface acting as userID.
+func (s *Store) AsSeller(userID string) SellerView { return SellerView{Store: s, UserID: userID} }
+
+// visible reports whether the seller may see prop in tenantID.
+func (v SellerView) visible(ctx context.Context, tenantID string, prop domain.Proposal) (bool, error) {
+	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	if err != nil {
+		return false, err
+	}
+	return ProposalVisibleTo(scoped, sales, prop), nil
+}
+
+// ListProposals lists the tenant's proposals the seller may see.
+func (v SellerView) ListProposals(ctx context.Context, tenantID, status string) ([]domain.Proposal, error) {
+	all, err := v.Store.ListProposals(ctx, tenantID, status)
+	if err != nil {
+		return nil, err
+	}
+	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range all {
+		if ProposalVisibleTo(scoped, sales, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// GetProposalAdmin reads a proposal the seller may see.
+func (v SellerView) GetProposalAdmin(ctx context.Context, tenantID, id string) (domain.Proposal, error) {
+	prop, err := v.Store.GetProposalAdmin(ctx, tenantID, id)
+	if err != nil {
+		return domain.Proposal{}, err
+	}
+	if ok, err := v.visible(ctx, tenantID, prop); err != nil || !ok {
+		return domain.Proposal{}, cmpErr(err, domain.UnknownRef("proposal_id", id, false))
+	}
+	return prop, nil
+}
+
+// IssueGrant refuses a proposal the seller may not see before the store
+// issues the grant.
+func (v SellerView) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, error) {
+	if _, err := v.GetProposalAdmin(ctx, g.TenantID, g.ProposalID); err != nil {
+		return domain.Grant{}, err
+	}
+	return v.Store.IssueGrant(ctx, g)
+}
+
+// DenyProposal refuses a proposal the seller may not see before the store
+// records the denial.
+func (v SellerView) DenyProposal(ctx context.Context, tenantID, proposalID, actorID, surface, reason string) error {
+	if _, err := v.GetProposalAdmin(ctx, tenantID, proposalID); err != nil {
+		return err
+	}
+	return v.Store.DenyProposal(ctx, tenantID, proposalID, actorID, surface, reason)
+}
+
+// cmpErr is err when there is one, else fallback.
+func cmpErr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,14 +34,14 @@ func TestReset_RestoresSeedState(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := used.Reset(ctx, testDataset()); err != nil {
+	if _, err := used.Reset(ctx, testDataset(), "tester"); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffKeys(mustDigest(t, fresh), mustDigest(t, used)); len(d) != 0 {
+	if d := diffKeys(withoutEvents(mustDigest(t, fresh)), withoutEvents(mustDigest(t, used))); len(d) != 0 {
 		t.Fatalf("after Reset, tables %v differ from a fresh seeded store", d)
 	}
-	if evs, _ := used.Events(ctx, EventFilter{}); len(evs) != 0 {
-		t.Fatalf("events survived the reset: %d", len(evs))
+	if evs, _ := used.Events(ctx, EventFilter{}); len(evs) != 1 || evs[0].Action != ResetAction {
+		t.Fatalf("after the reset the log holds %d events; want only the reset's own", len(evs))
 	}
 	principal(t, used, "") // the demo client is active again
 
@@ -70,8 +72,8 @@ func TestReset_RestoresSeedState(t *testing.T) {
 		}
 	}
 	var seq int
-	if err := used.r.QueryRow("SELECT seq FROM plugin_events WHERE id = 'event_probe'").Scan(&seq); err != nil || seq != 1 {
-		t.Fatalf("first event after reset has seq %d, %v; want 1", seq, err)
+	if err := used.r.QueryRow("SELECT seq FROM plugin_events WHERE id = 'event_probe'").Scan(&seq); err != nil || seq != 2 {
+		t.Fatalf("first event after the reset's own has seq %d, %v; want 2", seq, err)
 	}
 }
 
@@ -88,7 +90,7 @@ func TestReset_BadDatasetLeavesDatabaseUnchanged(t *testing.T) {
 	}
 	bad := testDataset()
 	bad.Memberships = append(bad.Memberships, domain.Membership{ID: "membership_x", TenantID: "tenant_missing", UserID: userAlice, Role: domain.RoleOwner})
-	err := s.Reset(ctx, bad)
+	_, err := s.Reset(ctx, bad, "tester")
 	if !errors.Is(err, domain.ErrInvalidInput) || !strings.Contains(err.Error(), "membership_x") {
 		t.Fatalf("err = %v; want an invalid-input error naming membership_x", err)
 	}
@@ -104,10 +106,74 @@ func TestReset_BadDatasetLeavesDatabaseUnchanged(t *testing.T) {
 func TestReset_RefusedInLiveMode(t *testing.T) {
 	s := openTest(t, func(o *Options) { o.Mode = domain.ModeLive })
 	before := mustDigest(t, s)
-	if err := s.Reset(context.Background(), testDataset()); !errors.Is(err, domain.ErrPermissionDenied) {
+	if _, err := s.Reset(context.Background(), testDataset(), "tester"); !errors.Is(err, domain.ErrPermissionDenied) {
 		t.Fatalf("err = %v; want ErrPermissionDenied", err)
 	}
 	if d := diffKeys(before, mustDigest(t, s)); len(d) != 0 {
 		t.Fatalf("changed %v", d)
+	}
+}
+
+// withoutEvents drops plugin_events from a digest: after a reset the log
+// holds the reset's own event, which a fresh store does not.
+func withoutEvents(d map[string]string) map[string]string {
+	out := maps.Clone(d)
+	delete(out, "plugin_events")
+	return out
+}
+
+// Issue 13, finding 10: a reset no longer leaves an empty, "intact" log. The
+// new log starts with one event that records the reset — who, when, how many
+// events were discarded and the head of each discarded chain — and it is
+// the only event, on a chain of its own that starts at the genesis.
+func TestHardening_ResetRecordsWhatItDiscarded(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	p := principal(t, s, "")
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if _, _, err := s.CreateCandidate(ctx, p, meta(p, k, "fp", "event_"+k), lamp()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AppendEvent(ctx, domain.Event{ID: "event_untenanted", Outcome: domain.OutcomeSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	heads, err := s.ChainHeads(ctx)
+	if err != nil || len(heads) != 2 {
+		t.Fatalf("heads before: %v, %v", heads, err)
+	}
+
+	res, err := s.Reset(ctx, testDataset(), "paul")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DiscardedEvents != 4 || !reflect.DeepEqual(res.OldHeads, heads) || res.EventID == "" {
+		t.Fatalf("result = %+v; want 4 events discarded, the old heads %v", res, heads)
+	}
+	evs, err := s.Events(ctx, EventFilter{})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events after reset: %d, %v; want 1", len(evs), err)
+	}
+	ev := evs[0]
+	sum := ev.Payload.RedactedSummary
+	var tenantHead domain.ChainHead
+	for _, h := range heads {
+		if h.TenantID == p.TenantID {
+			tenantHead = h
+		}
+	}
+	if ev.ID != res.EventID || ev.Action != ResetAction || ev.Outcome != domain.OutcomeSuccess || ev.Actor.ID != "paul" ||
+		ev.TenantID != "" || ev.OccurredAt.IsZero() || sum["discarded_events"] != "4" || sum["discarded_chains"] != "2" ||
+		!strings.Contains(sum["old_head."+p.TenantID], tenantHead.EventHash) || !strings.Contains(sum["old_head._"], "event_untenanted") ||
+		sum["old_head_hash"] != heads[0].EventHash && sum["old_head_hash"] != heads[1].EventHash {
+		t.Fatalf("reset event = %+v", ev)
+	}
+	after, err := s.ChainHeads(ctx)
+	if err != nil || len(after) != 1 || after[0].Events != 1 || after[0].EventID != ev.ID {
+		t.Fatalf("heads after: %v, %v", after, err)
+	}
+	var prev string
+	if err := s.r.QueryRow("SELECT prev_hash FROM plugin_events WHERE id = ?", ev.ID).Scan(&prev); err != nil || prev != domain.ChainGenesis {
+		t.Fatalf("the reset event's prev_hash = %q, %v; want the genesis", prev, err)
 	}
 }

@@ -24,7 +24,7 @@ type table struct {
 // inserts in this order and Reset deletes in the reverse one. Counts and
 // Digest report exactly these (a test checks the list against sqlite_schema,
 // so a table added by a migration cannot be forgotten here).
-var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox, tablesQuota)
+var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox, tablesPassphrase, tablesQuota)
 
 // tables0001 and tables0002 are the tables of the first two migrations;
 // later migrations list theirs beside their code (tables_*.go).
@@ -104,17 +104,46 @@ func (s *Store) initialize(ctx context.Context, seed *domain.Dataset, seedFn fun
 	return nil
 }
 
+// ResetAction is the action of the event that opens the audit log after a
+// reset.
+const ResetAction = "fixtures_reset"
+
+// ResetResult is what a reset discarded, as its event records it.
+type ResetResult struct {
+	// DiscardedEvents is the number of plugin_events deleted, all chains.
+	DiscardedEvents int64
+	// OldHeads are the heads of the chains as they were before the reset.
+	OldHeads []domain.ChainHead
+	// EventID is the event that records the reset: the first of the new log.
+	EventID string
+}
+
 // Reset is `trovesnap fixtures reset`: in ONE transaction it empties every
 // table — plugin_events included, whose append-only triggers are dropped and
-// recreated inside the same transaction — and seeds ds. Afterwards the
-// database answers exactly like a freshly created one seeded with ds; a
-// failure leaves it as it was. Reset is refused in live mode, where the file
-// holds the replay cache and outbox of real calls.
-func (s *Store) Reset(ctx context.Context, ds domain.Dataset) error {
+// recreated inside the same transaction — seeds ds, and records the reset
+// as the first event of the new log (action fixtures_reset, in the chain of
+// no tenant, since a reset is of the whole file): by whom, when, how many
+// events were discarded and the head of every discarded chain, so the loss
+// is on the record rather than an empty, "intact" chain. Apart from that
+// event the database answers exactly like a freshly created one seeded with
+// ds; a failure leaves it as it was. Reset is refused in live mode, where
+// the file holds the replay cache and outbox of real calls. by names who
+// asked (the OS user at the terminal).
+func (s *Store) Reset(ctx context.Context, ds domain.Dataset, by string) (ResetResult, error) {
+	var res ResetResult
 	if s.mode == domain.ModeLive {
-		return fmt.Errorf("store: reset is a mock-mode operation: %w", domain.ErrPermissionDenied)
+		return res, fmt.Errorf("store: reset is a mock-mode operation: %w", domain.ErrPermissionDenied)
 	}
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		res = ResetResult{}
+		heads, err := chainHeads(ctx, tx)
+		if err != nil {
+			return s.dbErr("reset: chain heads", err)
+		}
+		res.OldHeads = heads
+		for _, h := range heads {
+			res.DiscardedEvents += h.Events
+		}
 		// Take the trigger definitions from the schema itself, so Reset
 		// restores exactly what the migrations created, whatever they become.
 		type trigger struct{ name, sql string }
@@ -143,6 +172,9 @@ func (s *Store) Reset(ctx context.Context, ds domain.Dataset) error {
 		// checked immediately, so a bad dataset fails on the row that is
 		// wrong, with its id in the error.
 		for i := len(tables) - 1; i >= 0; i-- {
+			if keptOnReset[tables[i].name] {
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM "+tables[i].name); err != nil {
 				return s.dbErr("reset: delete "+tables[i].name, err)
 			}
@@ -166,8 +198,56 @@ func (s *Store) Reset(ctx context.Context, ds domain.Dataset) error {
 		if err := putMeta(ctx, tx, metaInitializedAt, ts(now)); err != nil {
 			return s.dbErr("reset: meta", err)
 		}
-		return nil
+		ev := resetEvent(s.ids.New(domain.PrefixEvent), s.ids.New(domain.PrefixCorr), by, now, res)
+		res.EventID = ev.ID
+		return s.insertEvent(ctx, tx, ev)
 	})
+	if err != nil {
+		return ResetResult{}, err
+	}
+	return res, nil
+}
+
+// resetEvent is the first event after a reset. Its summary names what was
+// lost: the number of events, and per discarded chain its head
+// ("old_head.<tenant>", "_" for the chain of no tenant) as
+// "seq:<n> id:<event> hash:<sha256:…> events:<n>"; old_head_hash is the head
+// of the newest event of the file, the one a saved `audit head` most likely
+// holds.
+func resetEvent(id, corr, by string, now time.Time, r ResetResult) domain.Event {
+	sum := map[string]string{
+		"discarded_events": fmt.Sprint(r.DiscardedEvents),
+		"discarded_chains": fmt.Sprint(len(r.OldHeads)),
+	}
+	var newest domain.ChainHead
+	for _, h := range r.OldHeads {
+		tenant := h.TenantID
+		if tenant == "" {
+			tenant = "_"
+		}
+		sum["old_head."+tenant] = fmt.Sprintf("seq:%d id:%s hash:%s events:%d", h.Seq, h.EventID, h.EventHash, h.Events)
+		if h.Seq > newest.Seq {
+			newest = h
+		}
+	}
+	if newest.EventHash != "" {
+		sum["old_head_hash"] = newest.EventHash
+	}
+	if by == "" {
+		by = "unknown"
+	}
+	return domain.Event{
+		ID: id, CorrelationID: corr, Mode: domain.ModeMock,
+		Plugin:     domain.PluginRef{Type: "mcp", ID: "trovesnap", Version: "cli"},
+		Actor:      domain.ActorRef{ID: by, Type: "local_user"},
+		Action:     ResetAction,
+		Outcome:    domain.OutcomeSuccess,
+		Payload:    domain.EventPayload{RedactedSummary: sum},
+		Approval:   domain.EventApproval{Decision: "not_required"},
+		Impact:     domain.EventImpact{Type: ResetAction, Material: true, CanonicalStateChanged: true},
+		OccurredAt: now,
+		Domain:     &domain.EventDomain{Service: "fixtures", Operation: ResetAction},
+	}
 }
 
 // DatasetDigest identifies a dataset: "sha256:" + hex of its JSON encoding.

@@ -49,7 +49,8 @@ func TestApprove_EnterAYGrantsAndTheAgentsExecutionSucceeds(t *testing.T) {
 	wantAction(t, m, "a", StartApprove{ID: pid})
 	m = h.press(m, "a")
 	p := h.proposal(pid)
-	mustContain(t, m, "Approve "+pid+"?", "bound to exactly this proposal, whose hash is", p.Hash)
+	mustContain(t, m, "Approve "+pid+"?", "bound to exactly this proposal and to the agent that asked for it,",
+		p.RequestedBy.ClientID+" acting for "+p.RequestedBy.ActorID+"; the proposal's hash is", p.Hash)
 
 	wantAction(t, m, "y", Approve{ProposalID: pid, Hash: p.Hash, Constraints: approval.DefaultConstraints(p), TTL: 30 * time.Minute})
 	if n := len(h.grants("")); n != 0 {
@@ -266,7 +267,7 @@ func TestDeny_ReasonIsRecordedAndTheProposalRejected(t *testing.T) {
 	if status != domain.ProposalDenied || reason != "wrong candidate, try item_991 yes" || by != fixtures.DemoUserID {
 		t.Fatalf("%s %q %s", status, reason, by)
 	}
-	trail, err := storeBackend{h.st}.AuditTrail(context.Background(), fixtures.DemoTenantID, h.proposal(pid).CorrelationID)
+	trail, err := storeBackend{h.st.AsSeller(fixtures.DemoUserID)}.AuditTrail(context.Background(), fixtures.DemoTenantID, h.proposal(pid).CorrelationID)
 	if err != nil || len(trail) == 0 || trail[len(trail)-1].Action != "approval_denied" {
 		t.Fatalf("trail %+v %v", trail, err)
 	}

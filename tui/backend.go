@@ -40,6 +40,12 @@ type Options struct {
 	// and this package may not import the catalog, so the command passes
 	// its lookup in. Nil or "" shows "unknown".
 	RiskOf func(tool string) string
+	// ChangeVisible says whether a role may see the values of a proposal
+	// change on a field: the catalog's item projection (catalog.ChangeVisible),
+	// passed in like RiskOf. A change the seller's role may not see (a price,
+	// for a role without item.read_pricing) is shown without its values.
+	// Nil shows every value.
+	ChangeVisible func(role, field string) bool
 	// NoColor renders without colour (NO_COLOR); bold and reverse remain,
 	// so the selection stays visible.
 	NoColor bool
@@ -77,6 +83,10 @@ func (o Options) withDefaults() Options {
 		o.WaitForDB = defaultWaitForDB
 	}
 	return o
+}
+
+func (o Options) changeVisible(role, field string) bool {
+	return o.ChangeVisible == nil || o.ChangeVisible(role, field)
 }
 
 func (o Options) risk(tool string) string {

@@ -130,6 +130,12 @@ func (x env) review(id string) reviewResult {
 	if out.limits, err = x.b.EffectiveLimits(x.ctx, x.tenant, r.Proposal.RequestedBy.ClientID); err != nil {
 		out.limits = domain.DefaultLimits() // the bounds fall back to the spec's defaults
 	}
+	out.paidBudget = out.limits.MaxDailyPaidCostUSD
+	if tl, err := x.b.EffectiveLimits(x.ctx, x.tenant, ""); err != nil {
+		out.paidBudget = 0 // unreadable: no paid grant
+	} else {
+		out.paidBudget = min(out.paidBudget, tl.MaxDailyPaidCostUSD)
+	}
 	return out
 }
 

@@ -130,7 +130,7 @@ func (a approveScreen) commit() approveScreen {
 	case fieldCost:
 		f, err := strconv.ParseFloat(buf, 64)
 		if err != nil || f < a.b.minCost || f > a.b.maxCost {
-			a.err = fmt.Sprintf("maximum cost must be between $%.2f (the proposal's estimate) and $%.2f (the tenant's daily limit)", a.b.minCost, a.b.maxCost)
+			a.err = fmt.Sprintf("maximum cost must be between $%.2f (the proposal's estimate) and $%.2f (the daily paid budget)", a.b.minCost, a.b.maxCost)
 			return a
 		}
 		a.c.MaxCostUSD = f
@@ -170,7 +170,8 @@ func (a approveScreen) view(s *state, w, h int) []string {
 		fmt.Sprintf("  creates %d canonical items · changes %d items and %d public records",
 			p.Impact.CanonicalItemsCreated, p.Impact.ItemsChanged, p.Impact.PublicRecordsChanged),
 		fmt.Sprintf("  notifies %d buyers · %d external deliveries · costs $%.2f", p.Impact.NotificationsSent, p.Impact.ExternalDeliveries, p.Impact.EstimatedCostUSD),
-		"  bound to exactly this proposal, whose hash is",
+		"  bound to exactly this proposal and to the agent that asked for it,",
+		fmt.Sprintf("  %s acting for %s; the proposal's hash is", p.RequestedBy.ClientID, p.RequestedBy.ActorID),
 		"  " + p.Hash,
 		"",
 		st.title.Render("The grant (single use; only the agent's execution of this proposal can use it)"),

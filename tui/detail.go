@@ -133,6 +133,10 @@ func (d detailScreen) lines(s *state) []string {
 		out = append(out, "  (no field changes)")
 	}
 	for _, c := range p.Changes {
+		if !s.changeVisible(s.role, c.Field) {
+			add("  %s %s: (hidden from your role, %s)", c.TargetID, c.Field, roleOrNone(s.role))
+			continue
+		}
 		add("  %s %s: %s → %s", c.TargetID, c.Field, value(c.From), value(c.To))
 	}
 

@@ -116,7 +116,7 @@ func newHarness(t *testing.T) *harness {
 
 // storeBackend is the store as the terminal sees it (the command has the
 // same two-line adapter).
-type storeBackend struct{ *store.Store }
+type storeBackend struct{ store.SellerView }
 
 func (b storeBackend) AuditTrail(ctx context.Context, tenantID, corr string) ([]domain.Event, error) {
 	if corr == "" {
@@ -134,8 +134,8 @@ func riskOf(tool string) string {
 
 func (h *harness) options(actor string) Options {
 	return Options{
-		Backend: storeBackend{h.st}, TenantID: fixtures.DemoTenantID, ActorID: actor, Mode: "mock",
-		Clock: h.clock, IDs: h.ids, RiskOf: riskOf, NoColor: true, Tick: -1,
+		Backend: storeBackend{h.st.AsSeller(actor)}, TenantID: fixtures.DemoTenantID, ActorID: actor, Mode: "mock",
+		Clock: h.clock, IDs: h.ids, RiskOf: riskOf, ChangeVisible: catalog.ChangeVisible, NoColor: true, Tick: -1,
 	}
 }
 

@@ -65,7 +65,7 @@ func New(ctx context.Context, opts Options) Model {
 		opts: opts,
 		svc:  &approval.Service{Admin: opts.Backend, Clock: opts.Clock, IDs: opts.IDs},
 		s: state{
-			tenant: opts.TenantID, actor: opts.ActorID, mode: opts.Mode, risk: opts.risk, now: now, poll: opts.Poll,
+			tenant: opts.TenantID, actor: opts.ActorID, mode: opts.Mode, risk: opts.risk, changeVisible: opts.changeVisible, now: now, poll: opts.Poll,
 			reviews: map[string]reviewResult{}, trails: map[string]trailResult{}, st: newStyles(opts.NoColor),
 		},
 		w: 80, h: 24,

@@ -18,6 +18,7 @@ type state struct {
 	tenant, actor, mode string
 	role                string
 	risk                func(tool string) string
+	changeVisible       func(role, field string) bool
 	now                 time.Time
 	poll                time.Duration
 	loaded              bool
@@ -37,7 +38,10 @@ type state struct {
 type reviewResult struct {
 	approval.Review
 	limits domain.Limits
-	err    error
+	// paidBudget is the smaller of the requesting client's and the tenant's
+	// daily paid budgets: no grant may allow more (the backend refuses it).
+	paidBudget float64
+	err        error
 }
 
 type trailResult struct {
@@ -85,6 +89,9 @@ func problem(r reviewResult, now time.Time) string {
 		return "the proposal is " + statusWord(p.Status) + ": there is nothing to decide"
 	case len(r.Stale) > 0:
 		return fmt.Sprintf("stale: %v changed since the proposal was made; ask the agent for a new proposal", r.Stale)
+	case p.Impact.EstimatedCostUSD > r.paidBudget:
+		return fmt.Sprintf("it costs $%.2f, more than the daily paid budget of $%.2f: raise it with `trovesnap limits set --paid-usd-per-day` or deny it",
+			p.Impact.EstimatedCostUSD, r.paidBudget)
 	}
 	return ""
 }
@@ -112,7 +119,8 @@ func grantOrder(gs []domain.Grant) []domain.Grant {
 
 // grantBounds are the limits within which a seller may set a grant: never
 // below what the proposal needs (such a grant could not execute it), never
-// above the tenant's limits for the requesting client, never longer than
+// above the tenant's limits for the requesting client (the cost never above
+// the client's or the tenant's daily paid budget), never longer than
 // the approval service allows or than the proposal lives.
 type grantBounds struct {
 	minItems, maxItems int
@@ -126,7 +134,7 @@ func boundsFor(r reviewResult, now time.Time) grantBounds {
 	need := approval.DefaultConstraints(p)
 	b := grantBounds{
 		minItems: need.MaxItems, maxItems: max(need.MaxItems, r.limits.MaxBulkTargets),
-		minCost: need.MaxCostUSD, maxCost: max(need.MaxCostUSD, r.limits.MaxDailyPaidCostUSD),
+		minCost: need.MaxCostUSD, maxCost: r.paidBudget,
 		needPub: need.AllowPublication, needNotif: need.AllowNotifications,
 	}
 	// A grant is capped at its proposal's expiry anyway; offering more

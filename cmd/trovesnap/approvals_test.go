@@ -21,7 +21,7 @@ import (
 func TestStdio_TwoProcessesRaceOneGrantExactlyOneExecution(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "trovesnap.db")
 	cli(t, db, "doctor")
-	cli(t, db, "limits", "set", "--tenant", "tenant_123", "--controlled-actions", "1000", "--proposals", "1000")
+	provision(t, db, "limits", "set", "--tenant", "tenant_123", "--controlled-actions", "1000", "--proposals", "1000")
 	a, b := connectBinary(t, db), connectBinary(t, db)
 	res, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "trove_propose_candidate_promotion", Arguments: map[string]any{
 		"candidate_id": fixtures.DemoCandidateID, "expected_version": 3, "idempotency_key": "race-prop-0001"}})

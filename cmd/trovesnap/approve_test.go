@@ -35,11 +35,17 @@ type terminal struct {
 
 func startTerminal(t *testing.T, db string, argv ...string) *terminal {
 	t.Helper()
+	return startTerminalEnv(t, db, nil, argv...)
+}
+
+// startTerminalEnv is startTerminal with more environment variables.
+func startTerminalEnv(t *testing.T, db string, extraEnv []string, argv ...string) *terminal {
+	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("no pseudo-terminals on Windows")
 	}
 	cmd := exec.Command(binary(t), argv...)
-	cmd.Env = append(serverEnv(db), "TERM=xterm-256color", "NO_COLOR=1")
+	cmd.Env = append(append(serverEnv(db), "TERM=xterm-256color", "NO_COLOR=1"), extraEnv...)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatalf("pty: %v", err)
@@ -118,13 +124,16 @@ func TestApprove_BinaryUnderAPseudoTerminalApproves(t *testing.T) {
 		t.Fatalf("before approval: %s/%s", st, code)
 	}
 
+	ensurePassphrase(t, db)
 	term := startTerminal(t, db, "approve", "--as", fixtures.DemoUserID)
+	term.waitFor("approve: approval passphrase: ")
+	term.press(testPassphrase + "\r")
 	term.waitFor(pid)
 	term.waitFor("promote_candidate")
 	term.press("\r")
 	term.waitFor("Targets (1)")
 	term.press("a")
-	term.waitFor("bound to exactly this proposal, whose hash is")
+	term.waitFor("bound to exactly this proposal and to the agent that asked for it,")
 	term.press("y")
 
 	st, err := store.Open(ctx, db, store.Options{})
@@ -170,5 +179,74 @@ func TestApprove_BinaryRefusesWithoutATerminal(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 5 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "needs an interactive terminal") {
 		t.Fatalf("err %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+}
+
+// Keystrokes replayed into `trovesnap approve` (as an agent driving it
+// through `script` would) without the passphrase issue no grant: the
+// terminal asks for the passphrase before it opens, the keys are a wrong
+// one, the command exits 8, the refusal is audited and the proposal stays
+// pending. Inside an agent's shell it refuses before asking (exit 7).
+func TestHardening_ApproveKeystrokeReplayWithoutThePassphraseIssuesNoGrant(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "trovesnap.db")
+	ctx := context.Background()
+	agent := connectBinary(t, db)
+	res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "trove_propose_candidate_promotion", Arguments: map[string]any{
+		"candidate_id": fixtures.DemoCandidateID, "expected_version": 3, "idempotency_key": "replay-prop-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := structured(t, res)["data"].(map[string]any)["proposal_id"].(string)
+	ensurePassphrase(t, db)
+
+	for _, run := range []struct {
+		name  string
+		env   []string
+		keys  string
+		code  int
+		event string
+	}{
+		{"enter, a, y", nil, "\r", 8, "seller_passphrase_refused"},
+		{"a, y, enter", nil, "ay\r", 8, "seller_passphrase_refused"},
+		{"in an agent shell", []string{"CLAUDECODE=1"}, "", 7, "agent_shell_refused"},
+	} {
+		term := startTerminalEnv(t, db, run.env, "approve")
+		if run.keys != "" {
+			term.waitFor("approve: approval passphrase: ")
+			term.press(run.keys)
+			_, _ = io.WriteString(term.ptmx, "\rayq") // the rest of the replay; the terminal may be gone
+		}
+		err := term.exit()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != run.code {
+			term.mu.Lock()
+			t.Fatalf("%s: exit %v, want %d; screen:\n%q", run.name, err, run.code, term.out.String())
+		}
+		st, err := store.Open(ctx, db, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		grants, err := st.ListGrants(ctx, fixtures.DemoTenantID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		prop, err := st.GetProposalAdmin(ctx, fixtures.DemoTenantID, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.Events(ctx, store.EventFilter{TenantID: fixtures.DemoTenantID})
+		_ = st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(grants) != 0 || prop.Status != domain.ProposalPending {
+			t.Fatalf("%s: grants %v, proposal %s", run.name, grants, prop.Status)
+		}
+		if last := evs[len(evs)-1]; last.Action != run.event || last.Outcome != domain.OutcomeBlocked {
+			t.Fatalf("%s: last event %+v", run.name, last)
+		}
+	}
+	if st, code := callStatus(t, agent, "trove_execute_candidate_promotion", map[string]any{"proposal_id": pid, "idempotency_key": "replay-exec-0001"}); st != "approval_required" {
+		t.Fatalf("after the replays: %s/%s", st, code)
 	}
 }

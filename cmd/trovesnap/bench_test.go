@@ -84,10 +84,7 @@ func seededDB(b *testing.B) string {
 		b.Fatalf("%v %s", err, out)
 	}
 	// Benchmarks measure calls, not the limiter: lift the demo tenant's limits.
-	if out, err := exec.Command(binary(b), "--db", db, "limits", "set", "--tenant", "tenant_123",
-		"--reads", "100000000", "--candidate-writes", "100000000").CombinedOutput(); err != nil {
-		b.Fatalf("%v %s", err, out)
-	}
+	provision(b, db, "limits", "set", "--tenant", "tenant_123", "--reads", "100000000", "--candidate-writes", "100000000")
 	return db
 }
 

@@ -1,23 +1,94 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	tscli "github.com/triunalabs/trovesnap/internal/cli"
 )
 
 func cli(t *testing.T, db string, argv ...string) []byte {
 	t.Helper()
-	out, err := exec.Command(binary(t), append([]string{"--db", db}, argv...)...).Output()
+	cmd := exec.Command(binary(t), append([]string{"--db", db}, argv...)...)
+	cmd.Env = humanEnv()
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("trovesnap %v: %v", argv, err)
+	}
+	return out
+}
+
+// testPassphrase is the seller's approval passphrase the tests set.
+const testPassphrase = "seller approval passphrase"
+
+// humanEnv is this process's environment without the agent-shell markers:
+// the tests play the seller at their own terminal, even when they run
+// inside an agent host.
+func humanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(tscli.AgentShellMarkers(), name) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// ensurePassphrase sets the demo seller's passphrase on db unless one is set.
+func ensurePassphrase(t testing.TB, db string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), "--db", db, "passphrase", "status", "--json")
+	cmd.Env = humanEnv()
+	status, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("passphrase status: %v", err)
+	}
+	if bytes.Contains(status, []byte(`"set": true`)) {
+		return
+	}
+	cmd = exec.Command(binary(t), "--db", db, "passphrase", "set", "--as", "user_88", "--passphrase-stdin")
+	cmd.Env = humanEnv()
+	cmd.Stdin = strings.NewReader(testPassphrase + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("passphrase set: %v\n%s", err, out)
+	}
+}
+
+// provision runs a command that grants or widens authority as a
+// provisioning script does: the passphrase (set first if need be) on stdin
+// with --passphrase-stdin.
+func provision(t testing.TB, db string, argv ...string) []byte {
+	t.Helper()
+	run := func(stdin string, argv ...string) ([]byte, error) {
+		cmd := exec.Command(binary(t), append([]string{"--db", db}, argv...)...)
+		cmd.Env = humanEnv()
+		cmd.Stdin = strings.NewReader(stdin)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("trovesnap %v: %w: %s", argv, err, stderr.String())
+		}
+		return out, nil
+	}
+	ensurePassphrase(t, db)
+	out, err := run(testPassphrase+"\n", append(argv, "--passphrase-stdin")...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -28,7 +99,7 @@ func registerClient(t *testing.T, db, actor string) (id, token string) {
 		ClientID string `json:"client_id"`
 		Token    string `json:"token"`
 	}
-	out := cli(t, db, "client", "register", "--name", "proc test", "--type", "claude_code", "--tenant", "tenant_123",
+	out := provision(t, db, "client", "register", "--name", "proc test", "--type", "claude_code", "--tenant", "tenant_123",
 		"--actor", actor, "--groups", "tenant_read,candidate_write", "--json", "--portable")
 	if err := json.Unmarshal(out, &reg); err != nil {
 		t.Fatal(err)
@@ -73,7 +144,7 @@ func TestStdio_SuspensionSeenByRunningServer(t *testing.T) {
 	if tools, _ := cs.ListTools(context.Background(), nil); len(tools.Tools) != 0 {
 		t.Errorf("suspended client lists %d tools", len(tools.Tools))
 	}
-	cli(t, db, "client", "reactivate", id)
+	provision(t, db, "client", "reactivate", id)
 	if st, _ := callStatus(t, cs, "trove_list_sales", map[string]any{}); st != "succeeded" {
 		t.Errorf("after reactivate: %s", st)
 	}

@@ -33,9 +33,7 @@ func TestStdio_EightProcessesSameKeysOneImportPerKey(t *testing.T) {
 	}
 	// 10,000 candidate writes in well under a minute: lift the tenant's
 	// limit so the race, not the limiter, is tested.
-	if out, err := exec.Command(binary(t), "--db", db, "limits", "set", "--tenant", "tenant_123", "--candidate-writes", "100000").CombinedOutput(); err != nil {
-		t.Fatalf("limits set: %v\n%s", err, out)
-	}
+	provision(t, db, "limits", "set", "--tenant", "tenant_123", "--candidate-writes", "100000")
 	sessions := make([]*mcp.ClientSession, procs)
 	var wg sync.WaitGroup
 	for p := range sessions {

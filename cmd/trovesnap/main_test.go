@@ -247,9 +247,7 @@ func TestStdio_TwoProcessesSameKeysOneCandidateEach(t *testing.T) {
 	const keys = 30
 	// 180 candidate writes in well under a minute: lift the tenant's limit
 	// (the default is 20 a minute) so the race, not the limiter, is tested.
-	if out, err := exec.Command(binary(t), "--db", db, "limits", "set", "--tenant", "tenant_123", "--candidate-writes", "1000").CombinedOutput(); err != nil {
-		t.Fatalf("limits set: %v\n%s", err, out)
-	}
+	provision(t, db, "limits", "set", "--tenant", "tenant_123", "--candidate-writes", "1000")
 	sessions := []*mcp.ClientSession{connectBinary(t, db), connectBinary(t, db)}
 	ids := make([][]string, len(sessions))
 	var wg sync.WaitGroup

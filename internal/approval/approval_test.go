@@ -10,6 +10,9 @@ import (
 
 var now = time.Date(2026, 6, 20, 12, 0, 0, 0, time.UTC)
 
+// requester is the principal of the client that asked for proposal(t).
+var requester = domain.Principal{Client: domain.ClientRef{ID: "mcp_client_81"}, ActorID: "user_88", TenantID: "tenant_123", Role: domain.RoleOwner}
+
 func proposal(t *testing.T) domain.Proposal {
 	t.Helper()
 	p := domain.Proposal{
@@ -103,6 +106,7 @@ func TestResolve_Grants(t *testing.T) {
 		{name: "grant for other targets", grant: func(g *domain.Grant) { g.TargetIDs = []string{"item_1", "item_2"} }, want: domain.ErrApprovalInvalid},
 		{name: "grant of another tenant", grant: func(g *domain.Grant) { g.TenantID = "tenant_456" }, want: domain.ErrApprovalInvalid},
 		{name: "constraints too narrow", grant: func(g *domain.Grant) { g.Constraints.MaxItems = 0 }, want: domain.ErrApprovalInvalid},
+		{name: "grant bound to another client", grant: func(g *domain.Grant) { g.BoundTo.ClientID = "mcp_client_99" }, want: domain.ErrApprovalInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,7 +123,7 @@ func TestResolve_Grants(t *testing.T) {
 			if c.tool != "" {
 				tl = c.tool
 			}
-			d := Resolve(now, tl, pp, []domain.Grant{g}, nil, nil)
+			d := Resolve(now, tl, requester, pp, []domain.Grant{g}, nil, nil)
 			if c.want == nil {
 				if d.Err != nil || d.Decision != c.dec || d.Auth.GrantID != g.ID || d.Auth.ProposalHash != p.Hash {
 					t.Fatalf("decision %+v", d)
@@ -131,7 +135,7 @@ func TestResolve_Grants(t *testing.T) {
 			}
 		})
 	}
-	if d := Resolve(now, tool, p, nil, nil, nil); !errors.Is(d.Err, domain.ErrApprovalRequired) || d.Decision != DecisionHumanRequired {
+	if d := Resolve(now, tool, requester, p, nil, nil, nil); !errors.Is(d.Err, domain.ErrApprovalRequired) || d.Decision != DecisionHumanRequired {
 		t.Errorf("no grant: %+v", d)
 	}
 }
@@ -189,7 +193,7 @@ func TestEvaluatePolicy_EachClauseMatters(t *testing.T) {
 		}
 	}
 	// Through Resolve: a policy decision carries the policy and its version.
-	d := Resolve(now, base.Tool.Name, base, nil, []domain.Policy{policy()}, nil)
+	d := Resolve(now, base.Tool.Name, requester, base, nil, []domain.Policy{policy()}, nil)
 	if d.Err != nil || d.Decision != DecisionAllowedByPolicy || d.Auth.PolicyID != "policy_1" || d.Auth.PolicyVersion != 2 {
 		t.Errorf("policy decision %+v", d)
 	}
@@ -217,5 +221,28 @@ func TestValidatePolicy_NarrowAndNeverHumanOnly(t *testing.T) {
 		if err := ValidatePolicy(p); !errors.Is(err, domain.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A grant approves what one client asked for: another client of the same
+// tenant, whose role holds the tool's permission, cannot use it, and no
+// policy stands in for it either (finding 4 of issue 13).
+func TestHardening_ResolveRefusesAnotherClientsGrantAndPolicy(t *testing.T) {
+	p := proposal(t)
+	g := grant(p)
+	g.BoundTo = p.RequestedBy
+	others := map[string]domain.Principal{
+		"another client, same actor":  {Client: domain.ClientRef{ID: "mcp_client_82"}, ActorID: "user_88", TenantID: "tenant_123", Role: domain.RoleOwner},
+		"same client id, other actor": {Client: domain.ClientRef{ID: "mcp_client_81"}, ActorID: "user_89", TenantID: "tenant_123", Role: domain.RoleManager},
+		"no client":                   {ActorID: "user_88", TenantID: "tenant_123", Role: domain.RoleOwner},
+	}
+	for name, other := range others {
+		d := Resolve(now, p.Tool.Name, other, p, []domain.Grant{g}, []domain.Policy{policy()}, nil)
+		if !errors.Is(d.Err, domain.ErrApprovalInvalid) || d.Decision != DecisionBlocked || d.Auth != (domain.Authorization{}) {
+			t.Errorf("%s: %+v", name, d)
+		}
+	}
+	if d := Resolve(now, p.Tool.Name, requester, p, []domain.Grant{g}, nil, nil); d.Err != nil || d.Auth.GrantID != g.ID {
+		t.Errorf("the requesting client: %+v", d)
 	}
 }

@@ -29,15 +29,21 @@ type Decision struct {
 	Auth     domain.Authorization
 }
 
-// Resolve decides whether proposal p may be executed now by tool, given the
-// grants issued for it and the tenant's policies naming tool. It recomputes
-// the proposal hash: content edited after approval is proposal_changed.
-func Resolve(now time.Time, tool string, p domain.Proposal, grants []domain.Grant, policies []domain.Policy, usage map[string]domain.PolicyUsage) Decision {
+// Resolve decides whether proposal p may be executed now by tool on behalf
+// of principal, given the grants issued for it and the tenant's policies
+// naming tool. Only the client that proposed p, acting for the same actor,
+// may execute it, whatever authorises it (a grant or a policy). It
+// recomputes the proposal hash: content edited after approval is
+// proposal_changed.
+func Resolve(now time.Time, tool string, principal domain.Principal, p domain.Proposal, grants []domain.Grant, policies []domain.Policy, usage map[string]domain.PolicyUsage) Decision {
 	block := func(decision string, sentinel error, reason string) Decision {
 		return Decision{Decision: decision, Err: fmt.Errorf("%s: %w", reason, sentinel), Reason: reason}
 	}
 	if p.Tool.Name != tool {
 		return block(DecisionBlocked, domain.ErrApprovalInvalid, fmt.Sprintf("proposal %s is executed by %s, not %s", p.ID, p.Tool.Name, tool))
+	}
+	if err := domain.RequireRequester(principal, p); err != nil {
+		return Decision{Decision: DecisionBlocked, Err: err, Reason: "requested by another client"}
 	}
 	h, err := Hash(p)
 	if err != nil || h != p.Hash {
@@ -98,6 +104,8 @@ func checkGrant(now time.Time, tool string, p domain.Proposal, g domain.Grant) D
 		return bad(DecisionBlocked, domain.ErrProposalChanged, "issued for another version of the proposal")
 	case g.Tool != tool:
 		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "issued for "+g.Tool)
+	case g.BoundTo != (domain.Requester{}) && g.BoundTo != p.RequestedBy:
+		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "bound to another client")
 	case !sameSet(g.TargetIDs, p.TargetIDs):
 		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "issued for other targets")
 	case g.Status == domain.GrantRevoked || g.RevokedAt != nil:

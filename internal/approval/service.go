@@ -121,8 +121,8 @@ func (s *Service) Approve(ctx context.Context, req ApproveRequest) (domain.Grant
 	return s.Admin.IssueGrant(ctx, domain.Grant{
 		ID: s.IDs.New(domain.PrefixApproval), TenantID: p.TenantID, ProposalID: p.ID, ProposalHash: p.Hash,
 		IssuedBy: domain.GrantIssuer{Type: domain.IssuerHuman, ActorID: req.ActorID, Surface: surface},
-		Tool:     p.Tool.Name, TargetIDs: p.TargetIDs, Constraints: c, Status: domain.GrantActive, SingleUse: true,
-		IssuedAt: now, ExpiresAt: exp,
+		Tool:     p.Tool.Name, TargetIDs: p.TargetIDs, Constraints: c, BoundTo: p.RequestedBy,
+		Status: domain.GrantActive, SingleUse: true, IssuedAt: now, ExpiresAt: exp,
 	})
 }
 

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -123,6 +125,67 @@ func union(groups ...[]string) []string {
 				out = append(out, f)
 			}
 		}
+	}
+	return out
+}
+
+// allItemFields is every field some role's projection declares.
+var allItemFields = union(catalogingFields, pricingFields, checkoutFields)
+
+// ChangeVisible reports whether role may see the values of a proposal
+// change on field. It is the item projection applied to proposals, not a
+// second list: a change to an item field (a promotion's "create_item.<f>"
+// included) is visible exactly when itemFields declares that field for the
+// role, so a cataloger sees a price change in a proposal no more than in
+// trove_get_item. Other changes (a sale's visibility, a candidate's review
+// status, a notification) name no item field and are visible to any role
+// that may read the proposal. An unknown role sees no item field's values.
+func ChangeVisible(role, field string) bool {
+	f := strings.TrimPrefix(field, "create_item.")
+	if !slices.Contains(allItemFields, f) {
+		return true
+	}
+	return slices.Contains(itemFields[role], f)
+}
+
+// ChangeView is one change of a proposal as a role sees it: exact before
+// and after values, or, for a field its role may not see (ChangeVisible),
+// the target and field name only, marked redacted.
+type ChangeView struct {
+	TargetID string `json:"target_id"`
+	Field    string `json:"field"`
+	From     any    `json:"from,omitempty" jsonschema:"the value before (null when none); left out when redacted"`
+	To       any    `json:"to,omitempty" jsonschema:"the value after; left out when redacted"`
+	Redacted bool   `json:"redacted,omitempty" jsonschema:"true when your role may not see this field's values (as in trove_get_item): from and to are left out, so this proposal's hash cannot be recomputed from what you see"`
+}
+
+// MarshalJSON keeps from and to (null included) on a visible change and
+// leaves both out of a redacted one.
+func (c ChangeView) MarshalJSON() ([]byte, error) {
+	if c.Redacted {
+		return json.Marshal(struct {
+			TargetID string `json:"target_id"`
+			Field    string `json:"field"`
+			Redacted bool   `json:"redacted"`
+		}{c.TargetID, c.Field, true})
+	}
+	return json.Marshal(struct {
+		TargetID string `json:"target_id"`
+		Field    string `json:"field"`
+		From     any    `json:"from"`
+		To       any    `json:"to"`
+	}{c.TargetID, c.Field, c.From, c.To})
+}
+
+// projectChanges applies ChangeVisible to each change of a proposal.
+func projectChanges(role string, changes []domain.FieldChange) []ChangeView {
+	out := make([]ChangeView, 0, len(changes))
+	for _, c := range changes {
+		if ChangeVisible(role, c.Field) {
+			out = append(out, ChangeView{TargetID: c.TargetID, Field: c.Field, From: c.From, To: c.To})
+			continue
+		}
+		out = append(out, ChangeView{TargetID: c.TargetID, Field: c.Field, Redacted: true})
 	}
 	return out
 }

@@ -31,13 +31,15 @@ func proposalTool[In any](d Definition, draft func(In) (domain.ProposalDraft, er
 		if err != nil {
 			return ProposalView{}, Effects{}, err
 		}
-		return proposalView(prop), Effects{Related: out.Related, Outcome: out}, nil
+		return proposalView(env.Principal.Role, prop), Effects{Related: out.Related, Outcome: out}, nil
 	})
 }
 
 // proposalView projects a proposal for the agent: everything it needs to
-// wait for, and explain, the seller's decision.
-func proposalView(p domain.Proposal) ProposalView {
+// wait for, and explain, the seller's decision — with each change projected
+// for role like every item view (projectChanges). The hash is always the
+// hash of the whole proposal; redaction never changes it.
+func proposalView(role string, p domain.Proposal) ProposalView {
 	decision := map[string]string{
 		domain.ProposalPending:  "human_approval_required",
 		domain.ProposalApproved: "allowed",
@@ -50,7 +52,7 @@ func proposalView(p domain.Proposal) ProposalView {
 	}
 	v := ProposalView{
 		ProposalID: p.ID, ProposalHash: p.Hash, Status: p.Status, Tool: p.Tool, Action: p.Action,
-		TargetIDs: p.TargetIDs, ExpectedVersions: p.ExpectedVersions, Changes: p.Changes, Impact: p.Impact,
+		TargetIDs: p.TargetIDs, ExpectedVersions: p.ExpectedVersions, Changes: projectChanges(role, p.Changes), Impact: p.Impact,
 		Validation: p.Validation, Approval: ProposalApproval{Requirement: p.Requirement, Decision: decision},
 		Notification: p.Notification, RequestedBy: p.RequestedBy.ActorID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 	}
@@ -59,9 +61,6 @@ func proposalView(p domain.Proposal) ProposalView {
 	}
 	if v.ExpectedVersions == nil {
 		v.ExpectedVersions = []TargetVersion{}
-	}
-	if v.Changes == nil {
-		v.Changes = []FieldChange{}
 	}
 	return v
 }

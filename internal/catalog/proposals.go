@@ -69,7 +69,7 @@ type ProposalView struct {
 	Action           string             `json:"action"`
 	TargetIDs        []string           `json:"target_ids"`
 	ExpectedVersions []TargetVersion    `json:"expected_versions"`
-	Changes          []FieldChange      `json:"changes"`
+	Changes          []ChangeView       `json:"changes" jsonschema:"the exact changes; a field your role may not see (as in trove_get_item) is listed redacted, without values"`
 	Impact           ProposalImpact     `json:"impact"`
 	Validation       ProposalValidation `json:"validation"`
 	Approval         ProposalApproval   `json:"approval"`
@@ -256,7 +256,7 @@ type GetProposalInput struct {
 func getProposal() Tool {
 	return define[GetProposalInput, ProposalView](Definition{
 		Name: "trove_get_proposal", Version: "1.0.0", Title: "Get a proposal",
-		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy.",
+		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy. A proposal touching a sale you are not assigned to is unknown to you, like a missing id. A change to a field your role may not see (as in trove_get_item: a cataloger does not see price_cents) is listed redacted, without its values; proposal_hash covers the whole proposal, so only a member who may see every field can recompute it.",
 		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{domain.PermProposalRead},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "approval", Operation: "get_action_proposal"},
@@ -267,6 +267,6 @@ func getProposal() Tool {
 			return ProposalView{}, Effects{}, err
 		}
 		rel := domain.Related{ProposalIDs: []string{prop.ID}}
-		return proposalView(prop), Effects{Related: rel}, nil
+		return proposalView(env.Principal.Role, prop), Effects{Related: rel}, nil
 	})
 }

@@ -37,6 +37,9 @@ var errNotInteractive = errors.New("trovesnap approve needs an interactive termi
 type approveDeps struct {
 	interactive func(IOStreams) bool
 	run         func(context.Context, tui.Options, io.Reader, io.Writer) error
+	// passphrase reads the seller's passphrase from the terminal (nil: the
+	// terminal on stdin, echo off, prompt on stdout).
+	passphrase func(prompt string) ([]byte, error)
 }
 
 func newApproveCmd(f *Factory, runF func(context.Context, *ApproveOptions) error) *cobra.Command {
@@ -44,11 +47,15 @@ func newApproveCmd(f *Factory, runF func(context.Context, *ApproveOptions) error
 	cmd := &cobra.Command{
 		Use:   "approve [--as USER]",
 		Short: "The seller's approval terminal: review, approve and deny proposals; revoke grants (interactive only)",
-		Long: `Opens the approval terminal for a seller. Only a member with approval.grant
-(owner, manager) may approve or deny; other members may browse. It needs an
-interactive terminal on stdin and stdout and refuses otherwise (exit 5):
-there is no --yes and no non-interactive approval.
+		Long: `Opens the approval terminal for a seller. It needs an interactive terminal
+on stdin and stdout and refuses otherwise (exit 5): there is no --yes and no
+non-interactive approval. It asks for the seller's approval passphrase
+(` + "`trovesnap passphrase set`" + `) before it opens, with echo off; a wrong one
+refuses (exit 8) and nothing is decided. It refuses to run inside a known
+agent's shell (exit 7).
 
+In mock mode you act as the passphrase's owner (--as may only repeat it);
+only a member with approval.grant (owner, manager) may approve or deny.
 In live mode you act as the seller signed in with ` + "`trovesnap login`" + `: the
 project decides your tenant, role and what you may do.
 
@@ -63,7 +70,7 @@ approve/deny, esc back, tab switches tabs, q quits.`,
 			return approveRun(cmd.Context(), f, o, approveDeps{interactive: isInteractive, run: tui.Run})
 		},
 	}
-	cmd.Flags().StringVar(&o.As, "as", "", "who you are: a user id with a membership (mock mode: "+fixtures.DemoUserID+"; live mode: the signed-in user, the default)")
+	cmd.Flags().StringVar(&o.As, "as", "", "who you are (mock mode: the passphrase's owner, the default; live mode: the signed-in user, the default)")
 	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "the tenant, when the user is a member of several")
 	return cmd
 }
@@ -78,33 +85,53 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 	if err != nil {
 		return err
 	}
-	if cfg.Mode == domain.ModeLive {
-		return approveLive(ctx, f, cfg, o, d)
+	gate := sellerGate{Command: "approve", Tenant: o.Tenant, Claims: []claim{{"--as", o.As}}, Prompt: f.IO.Out, Terminal: d.passphrase}
+	if err := refuseAgentShell(ctx, f, cfg, nil, gate); err != nil {
+		return err
 	}
-	if o.As == "" {
-		return usageError{fmt.Errorf("--as is required: the user you approve as (mock mode: --as %s)", fixtures.DemoUserID)}
+	if cfg.Mode == domain.ModeLive {
+		return approveLive(ctx, f, cfg, o, d, gate)
 	}
 	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	tenant, err := sellerTenant(ctx, st, o.As, o.Tenant)
+	// The terminal acts as the passphrase's owner; the tenant is resolved
+	// first so that a wrong --tenant is said before the passphrase is asked.
+	as := o.As
+	if as == "" {
+		info, err := st.PassphraseStatus(ctx)
+		if err != nil {
+			return err
+		}
+		as = info.Owner
+	}
+	if as != "" {
+		if gate.Tenant, err = sellerTenant(ctx, st, as, o.Tenant); err != nil {
+			return err
+		}
+	}
+	// Asked once, before the terminal opens: every approve or deny of this
+	// session is the passphrase owner's. Keystrokes replayed into the
+	// terminal without it decide nothing.
+	owner, err := authorize(ctx, f, cfg, st, gate)
 	if err != nil {
 		return err
 	}
-	// A member without approval.grant starts anyway, read-only: they may
-	// follow the queue, and every approve or deny is refused with a
-	// message naming their role (the service and the store refuse again).
+	// An owner without approval.grant in this tenant starts read-only: every
+	// approve or deny is refused with a message naming their role (the
+	// service and the store refuse again).
 	return d.run(ctx, tui.Options{
-		Backend:  approveBackend{st},
-		TenantID: tenant,
-		ActorID:  o.As,
-		Mode:     string(cfg.Mode),
-		Clock:    f.Clock,
-		IDs:      f.IDs,
-		RiskOf:   riskOf,
-		NoColor:  f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
+		Backend:       approveBackend{st.AsSeller(owner)},
+		TenantID:      gate.Tenant,
+		ActorID:       owner,
+		Mode:          string(cfg.Mode),
+		Clock:         f.Clock,
+		IDs:           f.IDs,
+		RiskOf:        riskOf,
+		ChangeVisible: catalog.ChangeVisible,
+		NoColor:       f.Getenv("NO_COLOR") != "", // any value, as no-color.org says
 	}, f.IO.In, f.IO.Out) // q returns nil; a signal returns context.Canceled (exit 130)
 }
 
@@ -113,7 +140,7 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 // (seller_whoami), never from a flag, and every read and decision is a
 // seller RPC under the user's own token. --as, when given, must name that
 // user.
-func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveOptions, d approveDeps) error {
+func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveOptions, d approveDeps, gate sellerGate) error {
 	// The terminal stays open: the Seller refreshes the session as it goes.
 	seller, err := f.OpenSeller(ctx, cfg)
 	if err != nil {
@@ -131,15 +158,22 @@ func approveLive(ctx context.Context, f *Factory, cfg config.Config, o *ApproveO
 		return usageError{fmt.Errorf("--as %s: in live mode you act as the signed-in user %s (%s); sign in as another user with `trovesnap login`",
 			o.As, who.UserID, who.Email)}
 	}
+	// The local passphrase, once, before the terminal opens (defence in
+	// depth: the project still decides every grant under the user's token).
+	gate.Tenant, gate.Claims = m.TenantID, []claim{{"--as", who.UserID}}
+	if _, err := authorize(ctx, f, cfg, nil, gate); err != nil {
+		return err
+	}
 	return d.run(ctx, tui.Options{
-		Backend:  seller,
-		TenantID: m.TenantID,
-		ActorID:  who.UserID,
-		Mode:     string(cfg.Mode),
-		Clock:    f.Clock,
-		IDs:      f.IDs,
-		RiskOf:   riskOf,
-		NoColor:  f.Getenv("NO_COLOR") != "",
+		Backend:       seller,
+		TenantID:      m.TenantID,
+		ActorID:       who.UserID,
+		Mode:          string(cfg.Mode),
+		Clock:         f.Clock,
+		IDs:           f.IDs,
+		RiskOf:        riskOf,
+		ChangeVisible: catalog.ChangeVisible,
+		NoColor:       f.Getenv("NO_COLOR") != "",
 	}, f.IO.In, f.IO.Out)
 }
 
@@ -192,7 +226,9 @@ func isInteractive(s IOStreams) bool {
 
 // approveBackend is the store as the terminal sees it; only the audit
 // trail needs adapting, because the store's event filter is its own type.
-type approveBackend struct{ *store.Store }
+// It is the store acting as the seller (store.SellerView), so a sale-scoped
+// seller's queue, detail and decisions cover only its assigned sales.
+type approveBackend struct{ store.SellerView }
 
 var (
 	_ tui.Backend = approveBackend{}

@@ -79,25 +79,48 @@ func TestApprove_RefusesWithoutAnInteractiveTerminal(t *testing.T) {
 	}
 }
 
-// With a terminal: who --as is decides the tenant and whether the
-// terminal may decide; an unknown user is a usage error.
+// With a terminal: the terminal acts as the passphrase's owner (--as may
+// only repeat it), after the passphrase; who it is decides the tenant.
 func TestApprove_AsResolvesTheSellerOrRefuses(t *testing.T) {
+	const pass = "seller approval passphrase"
 	cases := []struct {
 		as, tenant string
+		typed      string
+		noPass     bool
 		wantTenant string
 		wantErr    string
+		wantCode   ExitCode
 	}{
 		{as: fixtures.DemoUserID, wantTenant: fixtures.DemoTenantID},
-		{as: fixtures.CatalogerUserID, wantTenant: fixtures.DemoTenantID}, // browses, read-only
-		{as: fixtures.OtherOwnerUserID, wantTenant: fixtures.OtherTenantID},
+		{as: "", wantTenant: fixtures.DemoTenantID}, // the owner, by default
 		{as: fixtures.DemoUserID, tenant: fixtures.DemoTenantID, wantTenant: fixtures.DemoTenantID},
-		{as: "user_999", wantErr: "--as user_999: no member of that id in this database (in mock mode the seller is user_88"},
-		{as: fixtures.DemoUserID, tenant: fixtures.OtherTenantID, wantErr: "--as user_88: not a member of tenant_456"},
-		{as: "", wantErr: "--as is required"},
+		{as: fixtures.CatalogerUserID, wantErr: "--as user_90: this data directory's approval passphrase belongs to user_88", wantCode: ExitUsage},
+		{as: fixtures.OtherOwnerUserID, wantErr: "belongs to user_88", wantCode: ExitUsage},
+		{as: "user_999", wantErr: "--as user_999: no member of that id in this database (in mock mode the seller is user_88", wantCode: ExitUsage},
+		{as: fixtures.DemoUserID, tenant: fixtures.OtherTenantID, wantErr: "--as user_88: not a member of tenant_456", wantCode: ExitUsage},
+		{as: fixtures.DemoUserID, typed: "not the passphrase", wantErr: "approve refused: wrong approval passphrase", wantCode: ExitPassphrase},
+		{as: fixtures.DemoUserID, typed: "-", wantErr: "approve refused: wrong approval passphrase", wantCode: ExitPassphrase},
+		{as: "", noPass: true, wantErr: "trovesnap passphrase set", wantCode: ExitPassphrase},
 	}
 	for _, c := range cases {
-		t.Run(c.as+"/"+c.tenant, func(t *testing.T) {
+		t.Run(c.as+"/"+c.tenant+"/"+c.typed, func(t *testing.T) {
 			f, out, _ := approveFactory(t, map[string]string{"NO_COLOR": "1"})
+			db := filepath.Join(t.TempDir(), "t.db")
+			if !c.noPass {
+				f.IO.In = strings.NewReader(pass + "\n")
+				if code := Run(context.Background(), f, []string{"--db", db, "passphrase", "set", "--as", fixtures.DemoUserID, "--passphrase-stdin"}); code != ExitOK {
+					t.Fatalf("passphrase set: %d", code)
+				}
+				out.Reset()
+			}
+			typed := pass
+			switch c.typed {
+			case "-":
+				typed = "" // enter alone, as replayed keys would send
+			case "":
+			default:
+				typed = c.typed
+			}
 			var got *tui.Options
 			deps := approveDeps{
 				interactive: func(IOStreams) bool { return true },
@@ -105,10 +128,11 @@ func TestApprove_AsResolvesTheSellerOrRefuses(t *testing.T) {
 					got = &o
 					return nil // the seller pressed q
 				},
+				passphrase: func(string) ([]byte, error) { return []byte(typed), nil },
 			}
-			err := approveRun(context.Background(), f, &ApproveOptions{As: c.as, Tenant: c.tenant, DB: filepath.Join(t.TempDir(), "t.db")}, deps)
+			err := approveRun(context.Background(), f, &ApproveOptions{As: c.as, Tenant: c.tenant, DB: db}, deps)
 			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) || exitCodeFor(err) != ExitUsage || got != nil {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || exitCodeFor(err) != c.wantCode || got != nil {
 					t.Fatalf("err %v (exit %d), started %v", err, exitCodeFor(err), got != nil)
 				}
 				return
@@ -116,9 +140,15 @@ func TestApprove_AsResolvesTheSellerOrRefuses(t *testing.T) {
 			if err != nil || got == nil {
 				t.Fatalf("err %v", err)
 			}
-			if got.TenantID != c.wantTenant || got.ActorID != c.as || got.Mode != "mock" || !got.NoColor ||
+			if got.TenantID != c.wantTenant || got.ActorID != fixtures.DemoUserID || got.Mode != "mock" || !got.NoColor ||
 				got.RiskOf("trove_publish_item") != "high_impact" || got.Backend == nil {
 				t.Fatalf("options %+v", got)
+			}
+			// The terminal acts as the seller (sale assignment) and hides
+			// what the seller's role may not see, by the catalog's rule.
+			if b, ok := got.Backend.(approveBackend); !ok || b.UserID != fixtures.DemoUserID || got.ChangeVisible == nil ||
+				got.ChangeVisible(domain.RoleCataloger, "price_cents") || !got.ChangeVisible(domain.RoleOwner, "price_cents") {
+				t.Fatalf("the terminal does not act as the passphrase owner with the role projection: %+v", got)
 			}
 			if out.Len() != 0 {
 				t.Fatalf("stdout %q", out)

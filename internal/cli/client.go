@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +29,8 @@ type RegisterOptions struct {
 	Trust, RiskClass                     string
 	Portable, JSON                       bool
 	Out                                  string
+	// PassphraseStdin reads the seller's approval passphrase from stdin.
+	PassphraseStdin bool
 }
 
 func newClientCmd(f *Factory) *cobra.Command {
@@ -68,6 +71,27 @@ func withClientAdmin(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, 
 	return fn(cfg, st)
 }
 
+// withGatedClientAdmin is withClientAdmin for a command that grants or
+// widens authority: the agent-shell tripwire and the seller's passphrase
+// come first (the passphrase is the local store's, in live mode too).
+// owner is the passphrase's owner in mock mode, "" in live mode.
+func withGatedClientAdmin(cmd *cobra.Command, f *Factory, g sellerGate, fn func(cfg config.Config, a domain.ClientAdmin, owner string) error) error {
+	return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
+		owner, err := authorizeFor(cmd.Context(), f, cfg, a, g)
+		if err != nil {
+			return err
+		}
+		return fn(cfg, a, owner)
+	})
+}
+
+// authorizeFor runs authorize on the store behind a (mock mode), or on
+// the local store (live mode, where a is the signed-in seller).
+func authorizeFor(ctx context.Context, f *Factory, cfg config.Config, a any, g sellerGate) (string, error) {
+	st, _ := a.(*store.Store)
+	return authorize(ctx, f, cfg, st, g)
+}
+
 // withStore opens the configured store for a seller-side command.
 func withStore(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, st *store.Store) error) error {
 	cfg, err := f.Config(dbFlag(cmd))
@@ -97,7 +121,11 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 			if len(o.Groups) == 0 {
 				return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
 			}
-			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
+			g := sellerGate{Command: "client register", Tenant: o.Tenant, Stdin: o.PassphraseStdin, Claims: []claim{{"--created-by", o.CreatedBy}}}
+			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
+				if o.CreatedBy == "" {
+					o.CreatedBy = owner // mock mode: the passphrase's owner registers it
+				}
 				return registerRun(cmd.Context(), f, cfg, a, o)
 			})
 		},
@@ -108,7 +136,8 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 	fl.StringVar(&o.Tenant, "tenant", "", "tenant id, e.g. tenant_123")
 	fl.StringVar(&o.Actor, "actor", "", "the member the client acts for, e.g. user_88")
 	fl.StringSliceVar(&o.Groups, "groups", nil, "allowed tool groups: "+strings.Join(domain.ToolGroups, ", "))
-	fl.StringVar(&o.CreatedBy, "created-by", "", "the member registering it (default: --actor; in live mode the signed-in user, the only one it may name)")
+	fl.StringVar(&o.CreatedBy, "created-by", "", "the member registering it: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
+	fl.BoolVar(&o.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 	fl.StringVar(&o.Trust, "trust", "", "trust level: "+strings.Join(domain.TrustLevels, ", "))
 	fl.StringVar(&o.RiskClass, "risk-class", "", "risk class: "+strings.Join(domain.RiskClasses, ", "))
 	fl.BoolVar(&o.Portable, "portable", false, "previews run bare `trovesnap` from PATH instead of this binary's absolute path")
@@ -179,7 +208,7 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 
 // previewsFor builds the host setup previews from the one pure function.
 func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool) ([]setup.Preview, error) {
-	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID}
+	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir}
 	if !portable {
 		exe, err := f.Executable()
 		if err != nil {
@@ -341,34 +370,54 @@ func newClientShowCmd(f *Factory) *cobra.Command {
 
 func newClientStatusCmd(f *Factory, use, short, status string) *cobra.Command {
 	var by string
+	var passStdin bool
+	widens := status == domain.ClientActive // suspending and revoking narrow authority: no passphrase
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+			run := func(_ config.Config, ca domain.ClientAdmin, owner string) error {
+				by := by
+				if by == "" {
+					by = owner // mock mode: the passphrase's owner acts
+				}
 				c, err := ca.SetClientStatus(cmd.Context(), a[0], status, by)
 				if err != nil {
 					return clientError(err)
 				}
 				_, err = fmt.Fprintf(f.IO.Out, "%s is now %s\n", c.ID, c.Status)
 				return err
-			})
+			}
+			if widens {
+				return withGatedClientAdmin(cmd, f, sellerGate{Command: "client reactivate", Stdin: passStdin, Claims: []claim{{"--by", by}}}, run)
+			}
+			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error { return run(cfg, ca, "") })
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log; in live mode the signed-in user, the only one it may name)")
+	if widens {
+		cmd.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
+		cmd.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+	} else {
+		cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log; in live mode the signed-in user, the only one it may name)")
+	}
 	return cmd
 }
 
 func newClientRotateCmd(f *Factory) *cobra.Command {
 	var by string
-	var portable, asJSON bool
+	var portable, asJSON, passStdin bool
 	cmd := &cobra.Command{
 		Use:   "rotate ID",
 		Short: "Issue a new credential; the old one stops working at once",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error {
+			g := sellerGate{Command: "client rotate", Stdin: passStdin, Claims: []claim{{"--by", by}}}
+			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, ca domain.ClientAdmin, owner string) error {
+				by := by
+				if by == "" {
+					by = owner // mock mode: the passphrase's owner acts
+				}
 				c, token, err := ca.RotateCredential(cmd.Context(), a[0], by)
 				if err != nil {
 					return clientError(err)
@@ -388,10 +437,39 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "the member taking the action (in live mode the signed-in user, the only one it may name)")
+	cmd.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
+	cmd.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// limitsRaised names the limits next raises above cur. Every field of
+// domain.Limits is a ceiling (0 admits nothing), so a larger number widens
+// what a client may do; fields added later are compared the same way.
+func limitsRaised(cur, next domain.Limits) []string {
+	var out []string
+	c, n := reflect.ValueOf(cur), reflect.ValueOf(next)
+	for i := 0; i < c.NumField(); i++ {
+		name := c.Type().Field(i).Tag.Get("json")
+		name, _, _ = strings.Cut(name, ",")
+		a, b := c.Field(i), n.Field(i)
+		switch a.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			if b.Int() > a.Int() {
+				out = append(out, name)
+			}
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if b.Uint() > a.Uint() {
+				out = append(out, name)
+			}
+		case reflect.Float32, reflect.Float64:
+			if b.Float() > a.Float() {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // clientError is adminError for the client and limits commands, which in

@@ -73,12 +73,23 @@ func lcLogin(t *testing.T, env *pgtest.Env, newSeller func() lcSeller, userID st
 	if r := lcRun(t, s.env, pw+"\n", "login", "--email", email, "--password-stdin"); r.code != cli.ExitOK {
 		t.Fatalf("login as %s: %+v", userID, r)
 	}
+	// The computer's approval passphrase (live mode: local defence in depth).
+	if r := lcRun(t, s.env, testPass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
+		t.Fatalf("passphrase set for %s: %+v", userID, r)
+	}
 	return s
 }
 
 func (s lcSeller) run(t *testing.T, argv ...string) result {
 	t.Helper()
 	return lcRun(t, s.env, "", argv...)
+}
+
+// runP runs a command that grants or widens authority, with the passphrase
+// on stdin.
+func (s lcSeller) runP(t *testing.T, argv ...string) result {
+	t.Helper()
+	return lcRun(t, s.env, testPass+"\n", append(argv, "--passphrase-stdin")...)
 }
 
 // lcNoToken fails when a command printed anything token-shaped.
@@ -133,7 +144,7 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 	owner := lcLogin(t, env, newSeller, fixtures.DemoUserID)
 
 	// Register: the token is shown once, in the answer, and works at once.
-	r := owner.run(t, "client", "register", "--name", "Paul's Claude Code", "--type", "claude_code", "--tenant", fixtures.DemoTenantID,
+	r := owner.runP(t, "client", "register", "--name", "Paul's Claude Code", "--type", "claude_code", "--tenant", fixtures.DemoTenantID,
 		"--actor", fixtures.DemoUserID, "--groups", "tenant_read,candidate_write", "--json")
 	if r.code != cli.ExitOK {
 		t.Fatalf("register: %+v", r)
@@ -155,7 +166,7 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 	}
 	// The human answer shows the token (and the previews that embed it) and
 	// names the live settings the host needs, never their values.
-	h := owner.run(t, "client", "register", "--name", "Second", "--type", "custom", "--tenant", fixtures.DemoTenantID,
+	h := owner.runP(t, "client", "register", "--name", "Second", "--type", "custom", "--tenant", fixtures.DemoTenantID,
 		"--actor", fixtures.CatalogerUserID, "--groups", "tenant_read")
 	if h.code != cli.ExitOK || !strings.Contains(h.out, "Token (shown once") || !strings.Contains(h.out, "SUPABASE_URL") ||
 		!strings.Contains(h.out, "TROVESNAP_SUPABASE_KEY") || strings.Contains(h.out, env.ServerKey()) {
@@ -191,12 +202,12 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 	if _, err := lcResolve(t, env, tok); !errors.Is(err, domain.ErrClientSuspended) {
 		t.Fatalf("after suspend: %v", err)
 	}
-	if r := owner.run(t, "client", "reactivate", id); r.code != cli.ExitOK || !strings.Contains(r.out, "is now active") {
+	if r := owner.runP(t, "client", "reactivate", id); r.code != cli.ExitOK || !strings.Contains(r.out, "is now active") {
 		t.Fatalf("reactivate: %+v", r)
 	}
 
 	// Rotate: the old token stops working, the new one works.
-	r = owner.run(t, "client", "rotate", id, "--json")
+	r = owner.runP(t, "client", "rotate", id, "--json")
 	var rot cli.RegisterOutput
 	if r.code != cli.ExitOK || json.Unmarshal([]byte(r.out), &rot) != nil || !domain.WellFormedToken(rot.Token) || rot.Token == tok {
 		t.Fatalf("rotate: %+v", r)
@@ -209,7 +220,7 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 	}
 
 	// Limits of the client, then of the tenant.
-	if r := owner.run(t, "limits", "set", "--tenant", fixtures.DemoTenantID, "--client", id, "--reads", "7", "--paid-usd-per-day", "1.5"); r.code != cli.ExitOK {
+	if r := owner.runP(t, "limits", "set", "--tenant", fixtures.DemoTenantID, "--client", id, "--reads", "7", "--paid-usd-per-day", "1.5"); r.code != cli.ExitOK {
 		t.Fatalf("limits set: %+v", r)
 	}
 	want := domain.DefaultLimits()
@@ -233,10 +244,10 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 		t.Fatalf("revoke: %+v", r)
 	}
 	before := lcDigest(t, env)
-	if r := owner.run(t, "client", "reactivate", id); r.code != cli.ExitUsage || !strings.Contains(r.err, "cannot become active") {
+	if r := owner.runP(t, "client", "reactivate", id); r.code != cli.ExitUsage || !strings.Contains(r.err, "cannot become active") {
 		t.Fatalf("reactivate a revoked client: %+v", r)
 	}
-	if r := owner.run(t, "client", "rotate", id); r.code != cli.ExitUsage {
+	if r := owner.runP(t, "client", "rotate", id); r.code != cli.ExitUsage {
 		t.Fatalf("rotate a revoked client: %+v", r)
 	} else {
 		lcNoToken(t, "a refused rotation", r)
@@ -267,7 +278,11 @@ func TestClientLive_RefusalsChangeNothing(t *testing.T) {
 		{"client", "register", "--name", "Mine", "--type", "custom", "--tenant", fixtures.DemoTenantID, "--actor", fixtures.CatalogerUserID, "--groups", "tenant_read"},
 		{"limits", "set", "--tenant", fixtures.DemoTenantID, "--reads", "999"},
 	} {
-		r := cataloger.run(t, argv...)
+		run := cataloger.run
+		if argv[1] == "rotate" || argv[1] == "register" || argv[1] == "set" {
+			run = cataloger.runP
+		}
+		r := run(t, argv...)
 		if r.code != cli.ExitUsage || !strings.Contains(r.err, "client.manage") {
 			t.Fatalf("cataloger %v: %+v", argv, r)
 		}
@@ -280,7 +295,11 @@ func TestClientLive_RefusalsChangeNothing(t *testing.T) {
 		{"client", "rotate", fixtures.DemoClientID},
 		{"tools", "list", "--as", fixtures.DemoClientID},
 	} {
-		r := other.run(t, argv...)
+		run := other.run
+		if argv[1] == "rotate" {
+			run = other.runP
+		}
+		r := run(t, argv...)
 		if r.code != cli.ExitUsage || !strings.Contains(r.err, "unknown client "+fixtures.DemoClientID) {
 			t.Fatalf("other tenant %v: %+v", argv, r)
 		}

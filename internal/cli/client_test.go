@@ -16,7 +16,8 @@ func registerJSON(t *testing.T, env map[string]string, db string, extra ...strin
 	t.Helper()
 	argv := append([]string{"--db", db, "client", "register", "--name", "Cat Claude", "--type", "claude_code",
 		"--tenant", fixtures.DemoTenantID, "--actor", fixtures.CatalogerUserID, "--groups", "tenant_read,candidate_write", "--json"}, extra...)
-	r := run(t, env, argv...)
+	setPassphrase(t, env, db)
+	r := runP(t, env, argv...)
 	if r.code != cli.ExitOK {
 		t.Fatalf("register: %+v", r)
 	}
@@ -86,6 +87,9 @@ func TestClient_RegisterListShowAndLifecycle(t *testing.T) {
 	}
 	for _, s := range steps {
 		r := run(t, env, append([]string{"--db", db}, s.argv...)...)
+		if s.argv[1] == "reactivate" || s.argv[1] == "rotate" { // they widen authority: the passphrase
+			r = runP(t, env, append([]string{"--db", db}, s.argv...)...)
+		}
 		if r.code != s.code || !strings.Contains(r.out+r.err, s.want) {
 			t.Errorf("%v: %+v", s.argv, r)
 		}
@@ -103,9 +107,10 @@ func TestClient_RegisterRejectsBadInputWritingNothing(t *testing.T) {
 		"unknown tenant":          {"--tenant", "tenant_999"},
 		"missing name":            {"--name", ""},
 	}
+	setPassphrase(t, env, db)
 	for name, override := range cases {
 		argv := append(append([]string{}, base...), override...)
-		r := run(t, env, argv...)
+		r := runP(t, env, argv...)
 		if r.code != cli.ExitUsage {
 			t.Errorf("%s: %+v", name, r)
 		}
@@ -134,7 +139,7 @@ func TestClient_RegisterOutFile(t *testing.T) {
 		t.Errorf("out file %v:\n%s", fi.Mode(), b)
 	}
 	for _, bad := range []string{out, filepath.Join(dir, ".mcp.json"), filepath.Join(dir, "claude_desktop_config.json")} {
-		r := run(t, env, "--db", db, "client", "register", "--name", "Y", "--type", "custom", "--tenant", fixtures.DemoTenantID, "--actor", fixtures.DemoUserID, "--groups", "tenant_read", "--out", bad)
+		r := runP(t, env, "--db", db, "client", "register", "--name", "Y", "--type", "custom", "--tenant", fixtures.DemoTenantID, "--actor", fixtures.DemoUserID, "--groups", "tenant_read", "--out", bad)
 		if r.code != cli.ExitUsage {
 			t.Errorf("--out %s: %+v", bad, r)
 		}

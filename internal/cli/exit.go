@@ -23,7 +23,14 @@ const (
 	// ExitAuditBroken: `trovesnap audit verify` found a bad link (or a saved
 	// head no longer in its chain); the message names the first bad event.
 	ExitAuditBroken ExitCode = 6
-	ExitCanceled    ExitCode = 130
+	// ExitAgentShell: a command that grants or widens authority was run
+	// inside a known agent's shell (internal/cli/agentshell.go).
+	ExitAgentShell ExitCode = 7
+	// ExitPassphrase: such a command was refused for the seller's approval
+	// passphrase: none set, none given, wrong, or locked after repeated
+	// wrong attempts.
+	ExitPassphrase ExitCode = 8
+	ExitCanceled   ExitCode = 130
 )
 
 // usageError marks errors of flags and arguments.
@@ -47,6 +54,11 @@ func exitCodeFor(err error) ExitCode {
 		return ExitNotTTY
 	case errors.Is(err, audit.ErrChainBroken):
 		return ExitAuditBroken
+	case errors.Is(err, errAgentShell):
+		return ExitAgentShell
+	case errors.Is(err, store.ErrNoPassphrase), errors.Is(err, store.ErrPassphraseWrong), errors.Is(err, store.ErrPassphraseLocked),
+		errors.Is(err, errPassphraseNeeded):
+		return ExitPassphrase
 	case errors.Is(err, context.Canceled):
 		return ExitCanceled
 	default:

@@ -35,6 +35,9 @@ type Factory struct {
 	// HTTPClient is the live backend's HTTP client (nil: a default client;
 	// each RPC is bounded by its own timeout).
 	HTTPClient *http.Client
+	// LookupEnv tells a variable set to "" from an unset one (os.LookupEnv);
+	// nil: a variable is set when Getenv returns a non-empty value.
+	LookupEnv func(string) (string, bool)
 }
 
 // DefaultFactory is the production factory.
@@ -51,6 +54,7 @@ func DefaultFactory() *Factory {
 			}
 			return filepath.EvalSymlinks(p)
 		},
+		LookupEnv: os.LookupEnv,
 	}
 }
 

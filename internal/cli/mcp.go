@@ -14,6 +14,7 @@ import (
 
 	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/buildinfo"
+	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/gate"
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
 )
@@ -53,6 +54,11 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	defer closeLog()
 	cfg, err := f.Config(opts.DB)
 	if err != nil {
+		return err
+	}
+	// A set but empty or malformed credential is refused before anything
+	// opens: it must never fall back to the demo client (issue 13, finding 7).
+	if err := config.CheckClientToken(f.lookupEnv); err != nil {
 		return err
 	}
 	if err := needServerKey(cfg); err != nil {
@@ -105,6 +111,15 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	default:
 		return fmt.Errorf("serving MCP: %w", err)
 	}
+}
+
+// lookupEnv is f.LookupEnv, or Getenv where a test factory sets only that.
+func (f *Factory) lookupEnv(k string) (string, bool) {
+	if f.LookupEnv != nil {
+		return f.LookupEnv(k)
+	}
+	v := f.Getenv(k)
+	return v, v != ""
 }
 
 // newLogger logs to stderr (or a file) — never to stdout, which is the wire.

@@ -71,14 +71,29 @@ type policyAdmin interface {
 // withPolicyAdmin runs fn with the policy surface of the configured mode.
 // In live mode who is the signed-in seller: the project's seller RPCs
 // decide, under the user's own token, and the user is the only actor; in
-// mock mode who is nil.
-func withPolicyAdmin(cmd *cobra.Command, f *Factory, fn func(a policyAdmin, who *live.SellerIdentity) error) error {
+// mock mode who is nil. With a gate (a command that widens authority) the
+// agent-shell tripwire and the seller's passphrase come first; owner is
+// the passphrase's owner in mock mode, the user the command acts as.
+func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a policyAdmin, who *live.SellerIdentity, owner string) error) error {
 	cfg, err := f.Config(dbFlag(cmd))
 	if err != nil {
 		return err
 	}
 	if cfg.Mode != domain.ModeLive {
-		return withStore(cmd, f, func(_ config.Config, st *store.Store) error { return fn(st, nil) })
+		return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			var owner string
+			if gate != nil {
+				if owner, err = authorize(cmd.Context(), f, cfg, st, *gate); err != nil {
+					return err
+				}
+			}
+			return fn(st, nil, owner)
+		})
+	}
+	if gate != nil {
+		if err := refuseAgentShell(cmd.Context(), f, cfg, nil, *gate); err != nil {
+			return err
+		}
 	}
 	s, err := f.OpenSeller(cmd.Context(), cfg)
 	if err != nil {
@@ -88,7 +103,17 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, fn func(a policyAdmin, who 
 	if err != nil {
 		return err
 	}
-	return fn(s, &who)
+	if gate != nil {
+		for _, c := range gate.Claims { // said before the passphrase is asked
+			if _, err := liveActor(&who, c.flag, c.value); err != nil {
+				return err
+			}
+		}
+		if _, err := authorize(cmd.Context(), f, cfg, nil, *gate); err != nil {
+			return err
+		}
+	}
+	return fn(s, &who, "")
 }
 
 // liveTenant is the tenant a live command acts in: the flag's, or the
@@ -113,6 +138,7 @@ func liveActor(who *live.SellerIdentity, flag, given string) (string, error) {
 func newPolicyCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Tenant automation policies (seller-side; disabled when created; no MCP tool can create or widen one)"}
 	var file, by string
+	var passStdin bool
 	create := &cobra.Command{
 		Use:   "create --file POLICY.json|yaml",
 		Short: "Create a policy from a file; it starts disabled",
@@ -130,8 +156,12 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 			if err := approval.ValidatePolicy(pol); err != nil {
 				return adminError(err)
 			}
-			return withPolicyAdmin(cmd, f, func(a policyAdmin, who *live.SellerIdentity) error {
-				enable := "`trovesnap policy enable %s --by USER`"
+			gate := &sellerGate{Command: "policy create", Tenant: pol.TenantID, Stdin: passStdin, Claims: []claim{{"created_by", pol.CreatedBy}}}
+			return withPolicyAdmin(cmd, f, gate, func(a policyAdmin, who *live.SellerIdentity, owner string) error {
+				enable := "`trovesnap policy enable %s`"
+				if pol.CreatedBy == "" {
+					pol.CreatedBy = owner // mock mode: the passphrase's owner creates it
+				}
 				if who != nil {
 					if pol.TenantID, err = liveTenant(who, pol.TenantID); err != nil {
 						return err
@@ -139,7 +169,6 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 					if pol.CreatedBy, err = liveActor(who, "created_by", pol.CreatedBy); err != nil {
 						return err
 					}
-					enable = "`trovesnap policy enable %s`"
 				}
 				p, err := a.CreatePolicy(cmd.Context(), pol)
 				if err != nil {
@@ -150,7 +179,8 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 			})
 		},
 	}
-	create.Flags().StringVar(&file, "file", "", "policy document (.json, .yaml or .yml)")
+	create.Flags().StringVar(&file, "file", "", "policy document (.json, .yaml or .yml); created_by may only name the passphrase's owner (mock) or the signed-in user (live)")
+	create.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 	var tenant string
 	var asJSON bool
 	list := &cobra.Command{
@@ -158,7 +188,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "List a tenant's policies",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPolicyAdmin(cmd, f, func(a policyAdmin, who *live.SellerIdentity) error {
+			return withPolicyAdmin(cmd, f, nil, func(a policyAdmin, who *live.SellerIdentity, _ string) error {
 				tenant := tenant
 				if who != nil {
 					var err error
@@ -194,7 +224,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "Show a policy",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withPolicyAdmin(cmd, f, func(adm policyAdmin, _ *live.SellerIdentity) error {
+			return withPolicyAdmin(cmd, f, nil, func(adm policyAdmin, _ *live.SellerIdentity, _ string) error {
 				p, err := adm.GetPolicy(cmd.Context(), a[0])
 				if err != nil {
 					return adminError(err)
@@ -214,16 +244,24 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
 	cmd.AddCommand(create, list, show)
 	for _, st := range []struct{ use, short, status string }{
-		{"enable ID", "Enable a policy (a new version)", domain.PolicyActive},
+		{"enable ID", "Enable a policy (a new version); asks for the seller's approval passphrase", domain.PolicyActive},
 		{"disable ID", "Disable a policy (a new version)", domain.PolicyDisabled},
 		{"revoke ID", "Revoke a policy for good: it can never authorise again", domain.PolicyRevoked},
 	} {
 		status := st.status
+		widens := status == domain.PolicyActive // disabling and revoking narrow authority: no passphrase
 		c := &cobra.Command{
 			Use: st.use, Short: st.short, Args: args(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, a []string) error {
-				return withPolicyAdmin(cmd, f, func(adm policyAdmin, who *live.SellerIdentity) error {
+				var gate *sellerGate
+				if widens {
+					gate = &sellerGate{Command: "policy enable", Stdin: passStdin, Claims: []claim{{"--by", by}}}
+				}
+				return withPolicyAdmin(cmd, f, gate, func(adm policyAdmin, who *live.SellerIdentity, owner string) error {
 					by := by
+					if by == "" {
+						by = owner // mock mode: the passphrase's owner enables it
+					}
 					if who != nil {
 						var err error
 						if by, err = liveActor(who, "--by", by); err != nil {
@@ -242,7 +280,12 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 				})
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "the member taking the action (live mode: the signed-in user, the default)")
+		if widens {
+			c.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default; no one else")
+			c.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+		} else {
+			c.Flags().StringVar(&by, "by", "", "the member taking the action (live mode: the signed-in user, the default)")
+		}
 		cmd.AddCommand(c)
 	}
 	return cmd

@@ -28,7 +28,8 @@ func TestPolicy_CreateEnableListShowRevoke(t *testing.T) {
 	if err := os.WriteFile(file, []byte(policyYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, env, "--db", db, "policy", "create", "--file", file)
+	setPassphrase(t, env, db)
+	r := runP(t, env, "--db", db, "policy", "create", "--file", file)
 	if r.code != cli.ExitOK || !strings.Contains(r.out, "disabled") {
 		t.Fatalf("%+v", r)
 	}
@@ -38,10 +39,10 @@ func TestPolicy_CreateEnableListShowRevoke(t *testing.T) {
 		t.Fatalf("policies %+v", ps)
 	}
 	id := ps[0].ID
-	if r := run(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.CatalogerUserID); r.code != cli.ExitUsage {
+	if r := runP(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.CatalogerUserID); r.code != cli.ExitUsage {
 		t.Errorf("cataloger enabled a policy: %+v", r)
 	}
-	if r := run(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.DemoUserID); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
+	if r := runP(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.DemoUserID); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
 		t.Errorf("enable: %+v", r)
 	}
 	var p domain.Policy
@@ -52,7 +53,7 @@ func TestPolicy_CreateEnableListShowRevoke(t *testing.T) {
 	if r := run(t, env, "--db", db, "policy", "revoke", id, "--by", fixtures.DemoUserID); r.code != cli.ExitOK {
 		t.Errorf("revoke: %+v", r)
 	}
-	if r := run(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.DemoUserID); r.code != cli.ExitUsage {
+	if r := runP(t, env, "--db", db, "policy", "enable", id); r.code != cli.ExitUsage {
 		t.Errorf("a revoked policy was enabled: %+v", r)
 	}
 }
@@ -60,6 +61,7 @@ func TestPolicy_CreateEnableListShowRevoke(t *testing.T) {
 func TestPolicy_CreateRefusesBroadOrUnknownDocuments(t *testing.T) {
 	env, dir := tempEnv(t)
 	db := filepath.Join(dir, "p.db")
+	setPassphrase(t, env, db)
 	cases := map[string]string{
 		"unknown field":         policyYAML + "approve_everything: true\n",
 		"publication":           strings.Replace(policyYAML, "trove_bind_item_identity", "trove_publish_item", 1),
@@ -73,7 +75,7 @@ func TestPolicy_CreateRefusesBroadOrUnknownDocuments(t *testing.T) {
 		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if r := run(t, env, "--db", db, "policy", "create", "--file", file); r.code != cli.ExitUsage {
+		if r := runP(t, env, "--db", db, "policy", "create", "--file", file); r.code != cli.ExitUsage {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}

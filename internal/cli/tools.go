@@ -144,6 +144,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 		},
 	}
 	var reads, cand, props, ctrl, bulk int
+	var limitsPassStdin bool
 	var paid float64
 	var quotaCands int
 	var quotaBytes int64
@@ -162,11 +163,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if (fl.Changed("candidates") && quotaCands < 1) || (fl.Changed("candidate-bytes") && quotaBytes < 1) {
 				return usageError{fmt.Errorf("--candidates and --candidate-bytes must be at least 1")}
 			}
-			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
 				}
+				cur := l
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
 					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets} {
 					if fl.Changed(name) {
@@ -182,6 +184,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				}
 				if fl.Changed("candidate-bytes") {
 					l.MaxCandidateBytes = quotaBytes
+				}
+				if raised := limitsRaised(cur, l); len(raised) > 0 { // raising widens authority; lowering needs nothing
+					g := sellerGate{Command: "limits set (raising " + strings.Join(raised, ", ") + ")", Tenant: tenant, Stdin: limitsPassStdin}
+					if _, err := authorizeFor(cmd.Context(), f, cfg, a, g); err != nil {
+						return err
+					}
 				}
 				if err := a.SetLimits(cmd.Context(), tenant, client, l); err != nil {
 					return clientError(err)
@@ -204,6 +212,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
 	set.Flags().IntVar(&quotaCands, "candidates", 0, "tenant quota: maximum open (in review) candidates")
 	set.Flags().Int64Var(&quotaBytes, "candidate-bytes", 0, "tenant quota: maximum stored candidate-tier bytes (candidates, source records, media)")
+	set.Flags().BoolVar(&limitsPassStdin, "passphrase-stdin", false, "raising a limit: read the seller's approval passphrase from the first line of standard input")
 	cmd.AddCommand(show, set)
 	return cmd
 }

@@ -138,7 +138,36 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 	if abs, err := filepath.Abs(c.DBPath); err == nil {
 		c.DBPath = abs
 	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs // the setup guards and doctor compare it with other paths
+	}
 	return c, nil
+}
+
+// CheckClientToken refuses a TROVESNAP_CLIENT_TOKEN that is set but does not
+// hold a credential. A host that writes ${TROVESNAP_CLIENT_TOKEN} into its
+// config passes an empty string when the variable is unset in its own
+// environment; read as "no credential", that would make `mcp serve` the mock
+// demo client — the owner, with every tool. So only an unset variable means
+// "no credential": a set one must be a well-formed client token (or
+// "public", the explicit anonymous buyer). lookup is os.LookupEnv in
+// production. The value is never part of the error.
+func CheckClientToken(lookup func(string) (string, bool)) error {
+	v, set := lookup(EnvClientToken)
+	if !set {
+		return nil
+	}
+	t := strings.TrimSpace(v)
+	switch {
+	case t == "":
+		return fmt.Errorf("%w: %s is set but empty: set it to the client token shown at registration, or unset it (mock mode then serves the demo client)",
+			ErrInvalid, EnvClientToken)
+	case t == domain.PublicCredential, domain.WellFormedToken(t):
+		return nil
+	default:
+		return fmt.Errorf("%w: %s does not hold a client token (%q followed by 52 letters and digits, as shown at registration) or %q",
+			ErrInvalid, EnvClientToken, domain.TokenPrefix, domain.PublicCredential)
+	}
 }
 
 // defaultDataDir is the platform data directory: $XDG_DATA_HOME/trovesnap

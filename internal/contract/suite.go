@@ -59,12 +59,14 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("AppendEvent", func(t *testing.T) { testAppendEvent(t, open(t)) })
 	t.Run("ConsumeRateAcrossInstances", func(t *testing.T) { testConsumeRate(t, open(t)) })
 	t.Run("CheckIdempotency", func(t *testing.T) { testCheckIdempotency(t, open(t)) })
-	runReads(t, open)          // suite_reads.go: public and scoped reads
-	runApprovals(t, open)      // suite_approvals.go: proposals, grants, controlled actions
-	runSeller(t, open)         // suite_seller.go: the human approval surface
-	runClients(t, open)        // suite_clients.go: client administration
-	runIngestion(t, open)      // suite_ingestion.go: CSV import, status reports, media, drafts, exports
-	runActions(t, open)        // suite_actions.go: the remaining controlled actions
+	runReads(t, open)           // suite_reads.go: public and scoped reads
+	runApprovals(t, open)       // suite_approvals.go: proposals, grants, controlled actions
+	runSeller(t, open)          // suite_seller.go: the human approval surface
+	runClients(t, open)         // suite_clients.go: client administration
+	runIngestion(t, open)       // suite_ingestion.go: CSV import, status reports, media, drafts, exports
+	runActions(t, open)         // suite_actions.go: the remaining controlled actions
+	runHardeningGrants(t, open) // suite_hardening_grants.go: grants bound to the requester, paid budgets
+	runHardeningProposals(t, open)
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 }
 

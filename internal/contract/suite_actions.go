@@ -824,7 +824,9 @@ func testBuyerNotification(t *testing.T, in Instance) {
 	sameContent(t, f.proposal(prop.ID), prop)
 
 	// An item's notification to buyers interested in its category, by SMS:
-	// the audience of its top-level category, and its cost.
+	// the audience of its top-level category, and its cost (within a $5/day
+	// budget: under the default $0 it is refused, suite_hardening_grants.go).
+	f.setPaidBudget("", 5)
 	sofa := f.itemNow(actSofa)
 	top, _, _ := strings.Cut(sofa.Category, ".")
 	_, catFollows := actAudience(sofa.SaleID, top)

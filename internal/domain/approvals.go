@@ -3,6 +3,8 @@ package domain
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -16,6 +18,9 @@ var (
 	ErrApprovalConsumed  = errors.New("approval already consumed")
 	ErrProposalChanged   = errors.New("proposal does not match its hash")
 	ErrCandidateRequired = errors.New("a reviewed candidate is required")
+	// ErrCostLimit: the cost would take the client's or the tenant's daily
+	// paid budget (§38 maximum_daily_paid_cost_usd) past its limit.
+	ErrCostLimit = errors.New("daily cost budget exceeded")
 )
 
 // Proposal statuses.
@@ -181,12 +186,16 @@ type Grant struct {
 	Tool         string           `json:"tool"`
 	TargetIDs    []string         `json:"target_ids"`
 	Constraints  GrantConstraints `json:"constraints"`
-	Status       string           `json:"status"`
-	SingleUse    bool             `json:"single_use"`
-	IssuedAt     time.Time        `json:"issued_at"`
-	ExpiresAt    time.Time        `json:"expires_at"`
-	ConsumedAt   *time.Time       `json:"consumed_at"`
-	RevokedAt    *time.Time       `json:"revoked_at"`
+	// BoundTo is the client and actor whose proposal the grant approves
+	// (§17.1 actor-bound): only that client, acting for that actor, can
+	// consume it. It is always the proposal's RequestedBy.
+	BoundTo    Requester  `json:"bound_to"`
+	Status     string     `json:"status"`
+	SingleUse  bool       `json:"single_use"`
+	IssuedAt   time.Time  `json:"issued_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	ConsumedAt *time.Time `json:"consumed_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
 }
 
 // Policy statuses. New policies are disabled.
@@ -230,6 +239,72 @@ type Policy struct {
 	CreatedAt    time.Time        `json:"created_at"`
 	UpdatedAt    time.Time        `json:"updated_at"`
 }
+
+// RequireRequester refuses an execution of prop by any principal but the
+// client that proposed it, acting for the same actor. A grant approves what
+// one agent asked for, so only that agent's execution may use it; a policy
+// covers proposals, not other clients, so the same rule holds for a
+// policy-authorised execution (the strict rule: no policy names other
+// clients). Another client of the tenant, even one whose role holds the
+// tool's permission, gets ErrApprovalInvalid.
+func RequireRequester(p Principal, prop Proposal) error {
+	if p.Client.ID == "" || p.Client.ID != prop.RequestedBy.ClientID || p.ActorID != prop.RequestedBy.ActorID {
+		return fmt.Errorf("proposal %s was requested by another client: only the client that proposed it can execute it: %w",
+			prop.ID, ErrApprovalInvalid)
+	}
+	return nil
+}
+
+// Cost budget scopes.
+const (
+	BudgetClient = "client"
+	BudgetTenant = "tenant"
+)
+
+// CostBudget is one daily paid budget (§38 maximum_daily_paid_cost_usd, of
+// a client or of its tenant) and what was spent against it today: the
+// estimated cost of the executions that succeeded since the start of the
+// UTC day.
+type CostBudget struct {
+	Scope    string
+	LimitUSD float64
+	SpentUSD float64
+}
+
+// usdMicros compares amounts in millionths of a dollar, so float sums of
+// cents never refuse or admit by a rounding error.
+func usdMicros(v float64) int64 { return int64(math.Round(v * 1e6)) }
+
+// CheckCost refuses a cost that would take any budget past its limit
+// (spent today + cost > limit). Free work is never refused.
+func CheckCost(cost float64, budgets ...CostBudget) error {
+	if usdMicros(cost) <= 0 {
+		return nil
+	}
+	for _, b := range budgets {
+		if usdMicros(b.SpentUSD)+usdMicros(cost) > usdMicros(b.LimitUSD) {
+			return fmt.Errorf("$%.2f would exceed the %s's daily paid budget of $%.2f ($%.2f already spent today), only the seller can raise it: %w",
+				cost, b.Scope, b.LimitUSD, b.SpentUSD, ErrCostLimit)
+		}
+	}
+	return nil
+}
+
+// CheckGrantCost refuses a grant whose maximum cost exceeds any daily
+// budget: a grant never authorises more than the seller's own limits allow.
+func CheckGrantCost(maxCost float64, budgets ...CostBudget) error {
+	for _, b := range budgets {
+		if usdMicros(maxCost) > usdMicros(b.LimitUSD) {
+			return fmt.Errorf("a grant of up to $%.2f exceeds the %s's daily paid budget of $%.2f: raise the budget with `trovesnap limits set --paid-usd-per-day` first, or deny the proposal: %w",
+				maxCost, b.Scope, b.LimitUSD, ErrCostLimit)
+		}
+	}
+	return nil
+}
+
+// DayStart is the start of now's UTC day: daily budgets and policy limits
+// count from it.
+func DayStart(now time.Time) time.Time { return now.UTC().Truncate(24 * time.Hour) }
 
 // PolicyUsage is what a policy authorised today (for its daily limits).
 type PolicyUsage struct {

@@ -337,7 +337,7 @@ func (g *Gate) run(ctx context.Context, c Call, args map[string]json.RawMessage,
 		if err != nil {
 			return nil, eff, g.domainFailure(err), false
 		}
-		dec := approval.Resolve(g.clock.Now(), t.Name, prop, grants, policies, usage)
+		dec := approval.Resolve(g.clock.Now(), t.Name, p, prop, grants, policies, usage)
 		ev.Approval.Decision = dec.Decision
 		if dec.Err != nil {
 			return nil, eff, g.domainFailure(dec.Err), false
@@ -452,6 +452,8 @@ func (g *Gate) domainFailure(err error) *failure {
 		return detailed(CodeApprovalAlreadyConsumed, err, domain.ErrApprovalConsumed)
 	case errors.Is(err, domain.ErrProposalChanged):
 		return detailed(CodeProposalChanged, err, domain.ErrProposalChanged)
+	case errors.Is(err, domain.ErrCostLimit):
+		return detailed(CodeCostLimitExceeded, err, domain.ErrCostLimit)
 	case errors.Is(err, domain.ErrCandidateRequired):
 		return detailed(CodeCandidateRequired, err, domain.ErrCandidateRequired)
 	case errors.Is(err, domain.ErrInvalidInput):

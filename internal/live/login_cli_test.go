@@ -81,6 +81,18 @@ func (c *sellerCLI) tokens(t *testing.T) (access, refresh string) {
 	return f.AccessToken, f.RefreshToken
 }
 
+// livePass is the approval passphrase the sellers set on their machines.
+const livePass = "seller approval passphrase"
+
+// setPassphrase sets this machine's approval passphrase (live mode: local
+// defence in depth; the signed-in user acts).
+func (c *sellerCLI) setPassphrase(t *testing.T) {
+	t.Helper()
+	if r := c.run(livePass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
+		t.Fatalf("passphrase set: %+v", r)
+	}
+}
+
 func (c *sellerCLI) login(t *testing.T, email, password string) cliResult {
 	t.Helper()
 	r := c.run(password+"\n", "login", "--email", email, "--password-stdin")
@@ -124,6 +136,7 @@ func TestCLI_LiveLoginPolicyLogout(t *testing.T) {
 		t.Fatalf("session file: %v %v", fi.Mode(), err)
 	}
 	access, refresh := owner.tokens(t)
+	owner.setPassphrase(t)
 
 	// The policy commands act as the signed-in owner.
 	file := filepath.Join(owner.dir, "tags.yaml")
@@ -135,7 +148,7 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := keep(owner.run("", "policy", "create", "--file", file)); r.code != cli.ExitOK || !strings.Contains(r.out, "v1 (disabled") {
+	if r := keep(owner.run(livePass+"\n", "policy", "create", "--file", file, "--passphrase-stdin")); r.code != cli.ExitOK || !strings.Contains(r.out, "v1 (disabled") {
 		t.Fatalf("policy create: %+v", r)
 	}
 	var ps []domain.Policy
@@ -148,7 +161,7 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 	if r := keep(owner.run("", "policy", "enable", id, "--by", fixtures.ManagerUserID)); r.code != cli.ExitUsage || !strings.Contains(r.err, "signed-in user user_88") {
 		t.Fatalf("enable in another user's name: %+v", r)
 	}
-	if r := keep(owner.run("", "policy", "enable", id)); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
+	if r := keep(owner.run(livePass+"\n", "policy", "enable", id, "--passphrase-stdin")); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
 		t.Fatalf("policy enable: %+v", r)
 	}
 	var p domain.Policy
@@ -160,11 +173,12 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 	// nothing changes.
 	cat := newSellerCLI(t, env)
 	keep(cat.login(t, "cat@heritage.test", "cat-pass-1"))
+	cat.setPassphrase(t)
 	before := counts(t, env)
 	if r := keep(cat.run("", "policy", "disable", id)); r.code != cli.ExitUsage || !strings.Contains(r.err, "permission denied") {
 		t.Fatalf("cataloger disabled a policy: %+v", r)
 	}
-	if r := keep(cat.run("", "policy", "create", "--file", file)); r.code != cli.ExitUsage {
+	if r := keep(cat.run(livePass+"\n", "policy", "create", "--file", file, "--passphrase-stdin")); r.code != cli.ExitUsage {
 		t.Fatalf("cataloger created a policy: %+v", r)
 	}
 	sameCounts(t, env, before, "the cataloger's refused policy commands")
@@ -263,6 +277,7 @@ func TestCLI_LiveApproveOnATerminal(t *testing.T) {
 		t.Fatalf("approve without a terminal: %+v", r)
 	}
 	c.login(t, "paul@heritage.test", "paul-pass-1")
+	c.setPassphrase(t)
 
 	lg := newLiveGate(t, env)
 	res := call(t, connect(t, lg.g, contract.CredOwner), "trove_propose_candidate_promotion", map[string]any{
@@ -279,12 +294,14 @@ func TestCLI_LiveApproveOnATerminal(t *testing.T) {
 	}
 
 	term = startInProcessTerminal(t, c, "approve")
+	term.waitFor(t, "approve: approval passphrase: ")
+	term.press(t, livePass+"\r")
 	term.waitFor(t, pid)
 	term.waitFor(t, "promote_candidate")
 	term.press(t, "\r")
 	term.waitFor(t, "Targets (1)")
 	term.press(t, "a")
-	term.waitFor(t, "bound to exactly this proposal, whose hash is")
+	term.waitFor(t, "bound to exactly this proposal and to the agent that asked for it,")
 	term.press(t, "y")
 	admin := sellerAs(t, env, fixtures.DemoUserID)
 	var grants []domain.Grant

@@ -148,6 +148,7 @@ var reasoned = map[string]error{
 	"approval_revoked":     domain.ErrApprovalRevoked,
 	"approval_consumed":    domain.ErrApprovalConsumed,
 	"proposal_changed":     domain.ErrProposalChanged,
+	"cost_limit_exceeded":  domain.ErrCostLimit,
 	"idempotency_inflight": domain.ErrIdempotencyInFlight,
 }
 

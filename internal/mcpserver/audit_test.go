@@ -210,6 +210,7 @@ func TestPluginEvents_EveryTierRecordsTheFullShape(t *testing.T) {
 			sale = s
 		}
 	}
+	e.setPaidBudget(5) // SMS costs money: the default budget is $0/day
 	note := e.propose("trove_propose_buyer_notification", map[string]any{"sale_id": sale.ID, "expected_version": sale.Version, "audience": "followed_sale",
 		"channels": []string{"sms"}, "message_template": "{{sale_title}} opens soon", "idempotency_key": "aud-note-0001"})
 	e.approve(note.ProposalID)

@@ -52,6 +52,10 @@ const (
 	HostCodex             = "codex"
 	HostClaudeDesktop     = "claude_desktop"
 	HostGenericStdio      = "generic_stdio"
+	// The host-side guards: settings that keep an agent's own shell and
+	// file tools away from trovesnap's human commands and its data.
+	HostClaudeCodeGuard = "claude_code_guard"
+	HostCodexGuard      = "codex_guard"
 )
 
 // Formats of Preview.Text.
@@ -73,6 +77,9 @@ type Input struct {
 	// call (not a secret: it is printed); the server key is never printed —
 	// a reference or ServerKeyPlaceholder stands for it.
 	SupabaseURL string
+	// DataDir is trovesnap's data directory (database, live session): the
+	// guards deny an agent's shell and file tools reading or writing it.
+	DataDir string
 }
 
 // Preview is one ready-to-paste host configuration snippet.
@@ -93,7 +100,8 @@ const maxClientIDLen = 128
 
 // Previews renders the setup previews for every supported host, in a fixed
 // order: claude_code_cli, claude_code_project, codex, claude_desktop,
-// generic_stdio. It is pure and deterministic: the same Input always yields
+// generic_stdio, then the host-side guards claude_code_guard and
+// codex_guard. It is pure and deterministic: the same Input always yields
 // the same output, and nothing is read from or written to the system.
 func Previews(in Input) ([]Preview, error) {
 	f, err := resolve(in)
@@ -112,6 +120,10 @@ func Previews(in Input) ([]Preview, error) {
 		return nil, err
 	}
 	genericJSON, err := encodeJSON(genericServer{Command: embedded.Command, Args: embedded.Args, Env: embedded.Env, Transport: "stdio"})
+	if err != nil {
+		return nil, err
+	}
+	claudeGuardJSON, err := encodeJSON(f.claudeGuard())
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +185,30 @@ func Previews(in Input) ([]Preview, error) {
 				f.liveNote(),
 			),
 		},
+		{
+			Host:   HostClaudeCodeGuard,
+			Title:  "Claude Code guard (~/.claude/settings.json)",
+			Format: FormatJSON,
+			Text:   claudeGuardJSON,
+			Note: f.notes(
+				"Merge into ~/.claude/settings.json (every project) or the project's .claude/settings.json. The MCP server is the agent's door; this keeps the agent's own shell and file tools away from the human commands and from trovesnap's data.",
+				"The deny rules stop Claude Code's tools from running the commands that grant or widen authority and from reading or editing the data directory (it holds the database and, in live mode, your sign-in session).",
+				"Bash rules match the command text and can be worked around (another spelling, a script): the sandbox is what holds. It confines every command the agent runs to its workspace, denies the data directory, and with allowUnsandboxedCommands false no command may leave it.",
+				"The sandbox applies to the commands the agent runs, not to the MCP servers Claude Code starts, so trovesnap's own server keeps its database.",
+				"Keep the data directory outside the project: `trovesnap doctor` says where it is.",
+			),
+		},
+		{
+			Host:   HostCodexGuard,
+			Title:  "Codex guard (~/.codex/config.toml)",
+			Format: FormatTOML,
+			Text:   f.codexGuardTOML(),
+			Note: f.notes(
+				"Put these keys at the top level of ~/.codex/config.toml (before any [table]), merging with what is there. In workspace-write mode the commands Codex runs can write only the workspace and the temporary directories, so the data directory must not be inside the project, $TMPDIR or /tmp, nor listed (or a parent of it listed) in writable_roots.",
+				"Never run Codex with sandbox_mode = \"danger-full-access\" (or --yolo) next to trovesnap: an unsandboxed shell can write the database, and nothing local can stop that.",
+				"Codex's sandbox does not hide files from reading; approving a proposal also needs the seller's passphrase on a terminal.",
+			),
+		},
 	}, nil
 }
 
@@ -186,6 +222,7 @@ type facts struct {
 	db          string
 	clientID    string
 	supabaseURL string
+	dataDir     string
 }
 
 func resolve(in Input) (facts, error) {
@@ -196,6 +233,7 @@ func resolve(in Input) (facts, error) {
 		token:    in.Token,
 		db:       in.DBPath,
 		clientID: in.ClientID,
+		dataDir:  in.DataDir,
 	}
 	if in.SupabaseURL != "" {
 		u, err := url.Parse(in.SupabaseURL)
@@ -231,6 +269,12 @@ func resolve(in Input) (facts, error) {
 		if err := checkPath("database", f.db); err != nil {
 			return facts{}, err
 		}
+	}
+	if f.dataDir != "" {
+		if err := checkPath("data directory", f.dataDir); err != nil {
+			return facts{}, err
+		}
+		f.dataDir = filepath.Clean(f.dataDir)
 	}
 	if len(f.clientID) > maxClientIDLen || !utf8.ValidString(f.clientID) || strings.ContainsFunc(f.clientID, isControl) {
 		return facts{}, fmt.Errorf("setup: invalid client id %q", f.clientID)
@@ -371,6 +415,133 @@ func (f facts) codexTOML() string {
 	for _, kv := range f.sortedEnv(f.token, ServerKeyPlaceholder) {
 		fmt.Fprintf(&b, "%s = %s\n", tomlKey(kv[0]), tomlString(kv[1]))
 	}
+	return b.String()
+}
+
+// HumanCommands are the trovesnap commands an agent must never run: the
+// ones that grant or widen authority (approve, policy, client, limits,
+// passphrase), sign a seller in (login) or discard the audit log
+// (fixtures). The guards deny them.
+var HumanCommands = []string{"approve", "client", "fixtures", "limits", "login", "passphrase", "policy"}
+
+// claudeSettings is the part of Claude Code's settings.json the guard sets:
+// permissions.deny rules and the sandbox for the commands the agent runs.
+type claudeSettings struct {
+	Permissions claudePermissions `json:"permissions"`
+	Sandbox     claudeSandbox     `json:"sandbox"`
+}
+
+type claudePermissions struct {
+	Deny []string `json:"deny"`
+}
+
+type claudeSandbox struct {
+	Enabled                  bool                `json:"enabled"`
+	FailIfUnavailable        bool                `json:"failIfUnavailable"`
+	AllowUnsandboxedCommands bool                `json:"allowUnsandboxedCommands"`
+	Filesystem               *claudeSandboxPaths `json:"filesystem,omitempty"`
+}
+
+type claudeSandboxPaths struct {
+	DenyRead  []string `json:"denyRead"`
+	DenyWrite []string `json:"denyWrite"`
+}
+
+// guarded returns the paths an agent must neither read nor write: the data
+// directory, and the database (with its -wal and -shm companions) when
+// it lies elsewhere. dirs are directories, files single files.
+func (f facts) guarded() (dirs, files []string) {
+	if f.dataDir != "" {
+		dirs = append(dirs, f.dataDir)
+	}
+	if f.db != "" && !within(f.db, f.dataDir) {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			files = append(files, f.db+suffix)
+		}
+	}
+	return dirs, files
+}
+
+// within reports whether path lies in dir (or is dir).
+func within(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// claudeGuard is the guard for Claude Code. Path rules and sandbox paths
+// start with "//": in Claude Code's settings a single leading "/" is
+// relative to the settings file, "//" is the filesystem root. Read and Edit
+// are the tools path rules apply to (Edit covers every built-in tool that
+// writes files).
+func (f facts) claudeGuard() claudeSettings {
+	var deny []string
+	prefixes := []string{PortableCommand}
+	if !f.portable && shellQuote(f.command) == f.command {
+		// The rule matches the command as typed: an absolute path that
+		// needs quoting would never match, so only a plain one is listed.
+		prefixes = append(prefixes, f.command)
+	}
+	for _, p := range prefixes {
+		for _, c := range HumanCommands {
+			deny = append(deny, "Bash("+p+" "+c+" *)")
+		}
+	}
+	dirs, files := f.guarded()
+	g := claudeSettings{Sandbox: claudeSandbox{Enabled: true, FailIfUnavailable: true, AllowUnsandboxedCommands: false}}
+	var paths []string
+	for _, d := range dirs {
+		deny = append(deny, "Read("+rootPath(globEscape(d))+"/**)", "Edit("+rootPath(globEscape(d))+"/**)")
+		paths = append(paths, rootPath(d))
+	}
+	for _, fl := range files {
+		deny = append(deny, "Read("+rootPath(globEscape(fl))+")", "Edit("+rootPath(globEscape(fl))+")")
+		paths = append(paths, rootPath(fl))
+	}
+	if len(paths) > 0 {
+		g.Sandbox.Filesystem = &claudeSandboxPaths{DenyRead: paths, DenyWrite: slices.Clone(paths)}
+	}
+	g.Permissions.Deny = deny
+	return g
+}
+
+// rootPath writes an absolute path the way Claude Code's settings name the
+// filesystem root: "//" + the path without its leading "/".
+func rootPath(p string) string {
+	return "//" + strings.TrimLeft(filepath.ToSlash(p), "/")
+}
+
+// globEscape escapes the characters that Claude Code's gitignore-style path
+// rules treat as patterns, so a path matches only itself.
+func globEscape(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`\*?[]!`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// codexGuardTOML is the sandbox setting for ~/.codex/config.toml: the
+// commands Codex runs may write only their workspace.
+func (f facts) codexGuardTOML() string {
+	var b strings.Builder
+	b.WriteString("sandbox_mode = \"workspace-write\"\n")
+	b.WriteString("approval_policy = \"on-request\"\n")
+	dirs, files := f.guarded()
+	if len(dirs)+len(files) > 0 {
+		b.WriteString("# trovesnap's data must stay outside the workspace and every writable root:\n")
+		for _, p := range append(dirs, files...) {
+			b.WriteString("#   " + p + "\n")
+		}
+	}
+	b.WriteString("\n[sandbox_workspace_write]\n")
+	b.WriteString("network_access = false\n")
+	b.WriteString("writable_roots = []\n")
 	return b.String()
 }
 

@@ -30,6 +30,9 @@ const (
 const (
 	awkwardExe = `/Users/Jo O'Brien/My Apps/trove "beta" \ $HOME;rm -rf *` + "/tr\u00f6vesnap"
 	awkwardDB  = "/Users/Jo O'Brien/Library/Application Support/trovesnap/seller's db `x` !.sqlite"
+	// awkwardDataDir holds awkwardDB and has glob characters of its own.
+	awkwardDataDir = "/Users/Jo O'Brien/Library/Application Support/trovesnap"
+	testDataDir    = "/home/jo/.local/share/trovesnap"
 )
 
 type goldenCase struct {
@@ -38,10 +41,11 @@ type goldenCase struct {
 }
 
 var goldenCases = []goldenCase{
-	{"default", Input{Executable: testExe, Token: testToken, ClientID: "cli_01"}},
-	{"portable", Input{Portable: true, Token: testToken, ClientID: "cli_01"}},
+	{"default", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", DataDir: testDataDir}},
+	{"portable", Input{Portable: true, Token: testToken, ClientID: "cli_01", DataDir: testDataDir}},
 	{"placeholder", Input{Executable: testExe}},
-	{"awkward_path_db", Input{ServerName: "trovesnap-dev", Executable: awkwardExe, Token: testToken, DBPath: awkwardDB}},
+	{"awkward_path_db", Input{ServerName: "trovesnap-dev", Executable: awkwardExe, Token: testToken, DBPath: awkwardDB, DataDir: awkwardDataDir}},
+	{"db_outside_data_dir", Input{Executable: testExe, Token: testToken, DBPath: "/srv/trove/shop.db", DataDir: testDataDir}},
 	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/"}},
 }
 
@@ -389,7 +393,7 @@ func TestPreviews_Invariants(t *testing.T) {
 					t.Errorf("%s: empty title/text or missing final newline: %+v", p.Host, p)
 				}
 			}
-			wantHosts := []string{"claude_code_cli", "claude_code_project", "codex", "claude_desktop", "generic_stdio"}
+			wantHosts := []string{"claude_code_cli", "claude_code_project", "codex", "claude_desktop", "generic_stdio", "claude_code_guard", "codex_guard"}
 			if !slices.Equal(hosts, wantHosts) {
 				t.Errorf("hosts = %q, want %q", hosts, wantHosts)
 			}
@@ -400,7 +404,7 @@ func TestPreviews_Invariants(t *testing.T) {
 				if bytes.Contains(all, []byte("tsk_")) {
 					t.Errorf("placeholder previews contain tsk_: %s", all)
 				}
-				for _, p := range ps {
+				for _, p := range serverPreviews(ps) {
 					if p.Host != HostClaudeCodeProject && !strings.Contains(p.Text, TokenPlaceholder) {
 						t.Errorf("%s: placeholder missing from text", p.Host)
 					}
@@ -409,7 +413,7 @@ func TestPreviews_Invariants(t *testing.T) {
 				if strings.Contains(project.Text+project.Note, c.in.Token) || strings.Contains(project.Text, "tsk_") {
 					t.Errorf("project .mcp.json contains the token:\n%s", project.Text)
 				}
-				for _, p := range ps {
+				for _, p := range serverPreviews(ps) {
 					if p.Host != HostClaudeCodeProject && !strings.Contains(p.Text, c.in.Token) {
 						t.Errorf("%s: token missing from text", p.Host)
 					}
@@ -441,7 +445,7 @@ func TestPreviews_Invariants(t *testing.T) {
 // placeholder elsewhere — and no preview of a mock setup mentions either.
 func TestPreviews_LiveSettings(t *testing.T) {
 	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, SupabaseURL: "https://abcd1234.supabase.co/"})
-	for _, p := range ps {
+	for _, p := range serverPreviews(ps) {
 		if !strings.Contains(p.Text, "https://abcd1234.supabase.co") || strings.Contains(p.Text, "supabase.co/") {
 			t.Errorf("%s: project URL missing or not normalised:\n%s", p.Host, p.Text)
 		}
@@ -458,6 +462,14 @@ func TestPreviews_LiveSettings(t *testing.T) {
 			t.Errorf("%s: a mock preview mentions Supabase:\n%s", p.Host, p.Text)
 		}
 	}
+}
+
+// serverPreviews are the previews that start the server (every one but the
+// host-side guards, which carry no token or server setting).
+func serverPreviews(ps []Preview) []Preview {
+	return slices.DeleteFunc(slices.Clone(ps), func(p Preview) bool {
+		return p.Host == HostClaudeCodeGuard || p.Host == HostCodexGuard
+	})
 }
 
 func TestPreviews_Defaults(t *testing.T) {
@@ -512,6 +524,8 @@ func TestPreviews_InvalidInput(t *testing.T) {
 		"portable still checks db":    with(func(in *Input) { in.Portable = true; in.DBPath = "rel.db" }),
 		"executable with ${":          with(func(in *Input) { in.Executable = "/opt/${HOME}/trovesnap" }),
 		"db with ${":                  with(func(in *Input) { in.DBPath = "/var/${X}/db.sqlite" }),
+		"relative data dir":           with(func(in *Input) { in.DataDir = "data" }),
+		"data dir with newline":       with(func(in *Input) { in.DataDir = "/var/lib/x\ny" }),
 		"client id with newline":      with(func(in *Input) { in.ClientID = "cli\n1" }),
 		"client id too long":          with(func(in *Input) { in.ClientID = strings.Repeat("c", 129) }),
 		"supabase url not http":       with(func(in *Input) { in.SupabaseURL = "ftp://abcd.supabase.co" }),
@@ -650,5 +664,112 @@ func TestSplitPOSIX_RejectsUnsafe(t *testing.T) {
 	got, err := splitPOSIX(`a 'b c'd "e\"f" g\ h`)
 	if err != nil || !slices.Equal(got, []string{"a", "b cd", `e"f`, "g h"}) {
 		t.Errorf("splitPOSIX = %q, %v", got, err)
+	}
+}
+
+type claudeGuardT struct {
+	Permissions struct {
+		Deny []string `json:"deny"`
+	} `json:"permissions"`
+	Sandbox struct {
+		Enabled                  bool `json:"enabled"`
+		FailIfUnavailable        bool `json:"failIfUnavailable"`
+		AllowUnsandboxedCommands bool `json:"allowUnsandboxedCommands"`
+		Filesystem               *struct {
+			DenyRead  []string `json:"denyRead"`
+			DenyWrite []string `json:"denyWrite"`
+		} `json:"filesystem"`
+	} `json:"sandbox"`
+}
+
+// Issue 13: the previews print the host-side guard. For Claude Code, the
+// settings.json permission rules that deny the agent every human command
+// and its file tools the data directory (a "//" root path), plus a sandbox
+// that cannot be left and denies the data directory to every command; for
+// Codex, the workspace-write sandbox with the data directory named as what
+// must stay outside the writable roots. Both parse back; neither carries
+// the token.
+func TestHardening_PreviewsPrintTheHostGuards(t *testing.T) {
+	for _, c := range allCases() {
+		t.Run(c.name, func(t *testing.T) {
+			ps := mustPreviews(t, c.in)
+			cg := byHost(t, ps, HostClaudeCodeGuard)
+			if cg.Format != FormatJSON {
+				t.Fatalf("claude guard format %q", cg.Format)
+			}
+			var g claudeGuardT
+			decodeStrict(t, cg.Text, &g)
+			for _, cmd := range HumanCommands {
+				if !slices.Contains(g.Permissions.Deny, "Bash(trovesnap "+cmd+" *)") {
+					t.Errorf("claude guard does not deny `trovesnap %s`: %v", cmd, g.Permissions.Deny)
+				}
+				if !c.in.Portable && shellQuote(c.in.Executable) == c.in.Executable &&
+					!slices.Contains(g.Permissions.Deny, "Bash("+c.in.Executable+" "+cmd+" *)") {
+					t.Errorf("claude guard does not deny `%s %s`", c.in.Executable, cmd)
+				}
+			}
+			if !g.Sandbox.Enabled || !g.Sandbox.FailIfUnavailable || g.Sandbox.AllowUnsandboxedCommands {
+				t.Errorf("claude guard sandbox = %+v; want enabled, failIfUnavailable, no unsandboxed commands", g.Sandbox)
+			}
+			if c.in.DataDir != "" {
+				root := "//" + strings.TrimPrefix(c.in.DataDir, "/")
+				if g.Sandbox.Filesystem == nil || !slices.Contains(g.Sandbox.Filesystem.DenyWrite, root) || !slices.Contains(g.Sandbox.Filesystem.DenyRead, root) {
+					t.Errorf("sandbox does not deny %s: %+v", root, g.Sandbox.Filesystem)
+				}
+				for _, tool := range []string{"Read", "Edit"} {
+					if !slices.ContainsFunc(g.Permissions.Deny, func(r string) bool {
+						return strings.HasPrefix(r, tool+"(//") && strings.HasSuffix(r, "/**)") && strings.Contains(r, "Support/trovesnap") || r == tool+"("+root+"/**)"
+					}) {
+						t.Errorf("no %s rule for the data directory: %v", tool, g.Permissions.Deny)
+					}
+				}
+			}
+			if c.in.DBPath != "" && !within(c.in.DBPath, c.in.DataDir) &&
+				!slices.Contains(g.Sandbox.Filesystem.DenyWrite, "//"+strings.TrimPrefix(c.in.DBPath, "/")+"-wal") {
+				t.Errorf("a database outside the data directory is not guarded: %+v", g.Sandbox.Filesystem)
+			}
+
+			xg := byHost(t, ps, HostCodexGuard)
+			if xg.Format != FormatTOML {
+				t.Fatalf("codex guard format %q", xg.Format)
+			}
+			var doc struct {
+				SandboxMode    string `toml:"sandbox_mode"`
+				ApprovalPolicy string `toml:"approval_policy"`
+				Workspace      struct {
+					NetworkAccess bool     `toml:"network_access"`
+					WritableRoots []string `toml:"writable_roots"`
+				} `toml:"sandbox_workspace_write"`
+			}
+			dec := toml.NewDecoder(strings.NewReader(xg.Text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&doc); err != nil {
+				t.Fatalf("codex guard does not parse: %v\n%s", err, xg.Text)
+			}
+			if doc.SandboxMode != "workspace-write" || doc.ApprovalPolicy != "on-request" || len(doc.Workspace.WritableRoots) != 0 {
+				t.Errorf("codex guard = %+v", doc)
+			}
+			if c.in.DataDir != "" && !strings.Contains(xg.Text, "#   "+c.in.DataDir+"\n") {
+				t.Errorf("codex guard does not name the data directory:\n%s", xg.Text)
+			}
+			for _, p := range []Preview{cg, xg} {
+				if strings.Contains(p.Text+p.Note, "tsk_") || strings.Contains(p.Text, TokenPlaceholder) {
+					t.Errorf("%s carries a token:\n%s", p.Host, p.Text)
+				}
+			}
+		})
+	}
+}
+
+func TestGlobEscape_PathMatchesOnlyItself(t *testing.T) {
+	for in, want := range map[string]string{
+		"/a/b":              "/a/b",
+		"/a/*b?/[c]!":       `/a/\*b\?/\[c\]\!`,
+		`/a\b`:              `/a\\b`,
+		"/Jo O'Brien/x `y`": "/Jo O'Brien/x `y`",
+	} {
+		if got := globEscape(in); got != want {
+			t.Errorf("globEscape(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

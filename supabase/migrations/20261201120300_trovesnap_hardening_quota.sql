@@ -340,6 +340,6 @@ SELECT trovesnap.grant_execute('authenticated', ARRAY[
     'public.seller_set_quota(text, integer, bigint)',
     'public.seller_effective_limits(text, text)']);
 
-INSERT INTO trovesnap.schema_migrations (version, name) VALUES (13, '20261201120300_trovesnap_hardening_quota');
+INSERT INTO trovesnap.schema_migrations (version, name) VALUES (15, '20261201120300_trovesnap_hardening_quota');
 
 RESET ROLE;

@@ -1,6 +1,6 @@
 -- Hardening (issue 13): the cursor secret and the candidate-tier quota.
--- (Written as 0009 in the plan; this branch numbers it after 0007. The lead
--- renumbers on merge: the content does not depend on its number.)
+-- (Number 0009, after 0008_seller_passphrase; the content does not depend on
+-- its number.)
 --
 -- store_secrets holds this database's random secrets; the store creates the
 -- cursor secret (32 bytes from crypto/rand) on the first open. Not data:
