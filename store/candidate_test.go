@@ -55,7 +55,7 @@ func TestCreateCandidate_ChainInOneTx(t *testing.T) {
 	}
 	changed := diffKeys(before, mustDigest(t, s))
 	slices.Sort(changed)
-	if want := []string{"idempotency_keys", "import_runs", "inventory_candidates", "plugin_events", "source_descriptors", "source_records"}; !slices.Equal(changed, want) {
+	if want := []string{"idempotency_keys", "import_runs", "inventory_candidates", "plugin_events", "source_descriptors", "source_records", "tenant_usage"}; !slices.Equal(changed, want) {
 		t.Fatalf("changed tables = %v; want %v", changed, want)
 	}
 

@@ -75,7 +75,7 @@ func TestFixtures_FullDatasetSeedsAndServes(t *testing.T) {
 		if page.NextCursor == "" {
 			break
 		}
-		if q.After, err = domain.DecodeCursor(store.CursorItems, p.TenantID, page.NextCursor); err != nil {
+		if q.After, err = s.Cursors().Decode(store.CursorItems, p.TenantID, page.NextCursor); err != nil {
 			t.Fatal(err)
 		}
 	}

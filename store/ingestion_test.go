@@ -68,7 +68,7 @@ func TestRunImport_OneRunRecordsAndCandidatesInOneTransaction(t *testing.T) {
 	changed := diffKeys(before, mustDigest(t, s))
 	slices.Sort(changed)
 	if want := []string{"candidate_item_changes", "idempotency_keys", "import_run_details", "import_runs", "inventory_candidates",
-		"plugin_events", "source_descriptors", "source_records"}; !slices.Equal(changed, want) {
+		"plugin_events", "source_descriptors", "source_records", "tenant_usage"}; !slices.Equal(changed, want) {
 		t.Fatalf("changed tables %v, want %v (items never)", changed, want)
 	}
 	// Provenance: a csv_upload descriptor naming the client, label cleaned;
@@ -313,7 +313,7 @@ func TestMedia_StoredAtAServerPathDeduplicatedNeverOnAnItem(t *testing.T) {
 	}
 	changed := diffKeys(before, mustDigest(t, s))
 	slices.Sort(changed)
-	if w := []string{"candidate_media", "idempotency_keys", "plugin_events", "source_assets"}; !slices.Equal(changed, w) {
+	if w := []string{"candidate_media", "idempotency_keys", "plugin_events", "source_assets", "tenant_usage"}; !slices.Equal(changed, w) {
 		t.Errorf("changed = %v, want %v", changed, w)
 	}
 	var caption, path string

@@ -12,8 +12,19 @@ import (
 // SetLimits stores the limits of a tenant (clientID "") or of one client.
 func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
 	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 {
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
 		return domain.Invalid("limits", "must not be negative")
+	}
+	// The candidate quota is the tenant's: a client's row leaves it NULL,
+	// and so does 0 (the default: see domain.Limits).
+	var quotaCands, quotaBytes any
+	if clientID == "" {
+		if l.MaxOpenCandidates > 0 {
+			quotaCands = l.MaxOpenCandidates
+		}
+		if l.MaxCandidateBytes > 0 {
+			quotaBytes = l.MaxCandidateBytes
+		}
 	}
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -30,15 +41,17 @@ func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l doma
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_limits (tenant_id, client_id, read_calls_per_minute, candidate_writes_per_minute,
 			proposals_per_minute, controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd,
-			rejected_calls_per_minute, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			rejected_calls_per_minute, maximum_open_candidates, maximum_candidate_bytes, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant_id, client_id) DO UPDATE SET read_calls_per_minute = excluded.read_calls_per_minute,
 			candidate_writes_per_minute = excluded.candidate_writes_per_minute, proposals_per_minute = excluded.proposals_per_minute,
 			controlled_actions_per_minute = excluded.controlled_actions_per_minute, maximum_bulk_targets = excluded.maximum_bulk_targets,
 			maximum_daily_paid_cost_usd = excluded.maximum_daily_paid_cost_usd,
-			rejected_calls_per_minute = excluded.rejected_calls_per_minute, updated_at = excluded.updated_at`,
+			rejected_calls_per_minute = excluded.rejected_calls_per_minute,
+			maximum_open_candidates = excluded.maximum_open_candidates, maximum_candidate_bytes = excluded.maximum_candidate_bytes,
+			updated_at = excluded.updated_at`,
 			tenantID, clientID, l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute,
-			l.MaxBulkTargets, l.MaxDailyPaidCostUSD, l.RejectedPerMinute, ts(s.clock.Now()))
+			l.MaxBulkTargets, l.MaxDailyPaidCostUSD, l.RejectedPerMinute, quotaCands, quotaBytes, ts(s.clock.Now()))
 		if err != nil {
 			return s.dbErr("set limits", err)
 		}
@@ -67,6 +80,19 @@ func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, cli
 			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return l, s.dbErr("limits", err)
+	}
+	// The candidate quota always comes from the tenant's row (NULL: default).
+	var cands, bytes sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT maximum_open_candidates, maximum_candidate_bytes FROM mcp_limits
+		WHERE tenant_id = ? AND client_id = ''`, tenantID).Scan(&cands, &bytes)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return l, s.dbErr("limits", err)
+	}
+	if cands.Valid {
+		l.MaxOpenCandidates = int(cands.Int64)
+	}
+	if bytes.Valid {
+		l.MaxCandidateBytes = bytes.Int64
 	}
 	return l, nil
 }

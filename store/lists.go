@@ -12,7 +12,7 @@ import (
 )
 
 // Cursor kinds: a cursor is bound to its list (and tenant) by
-// domain.EncodeCursor, so one list's cursor is rejected by another.
+// the store's CursorCodec, so one list's cursor is rejected by another.
 const (
 	CursorSales      = "sales"
 	CursorItems      = "items"
@@ -144,7 +144,7 @@ func (s *Store) ListSales(ctx context.Context, p domain.Principal, q domain.Sale
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
-	return finishPage(page.Rows, limit, CursorSales, p.TenantID, func(sl domain.Sale) domain.Keyset {
+	return finishPage(s.cursors, page.Rows, limit, CursorSales, p.TenantID, func(sl domain.Sale) domain.Keyset {
 		return domain.Keyset{Key: ts(sl.StartsAt), ID: sl.ID}
 	}), nil
 }
@@ -174,11 +174,11 @@ func collect[T any](s *Store, op string, scan func(interface{ Scan(...any) error
 
 // finishPage trims a keyset page fetched with limit+1 rows and sets the
 // cursor of the next page from the last row kept.
-func finishPage[T any](rows []T, limit int, kind, tenantID string, keyOf func(T) domain.Keyset) domain.Page[T] {
+func finishPage[T any](cur *domain.CursorCodec, rows []T, limit int, kind, tenantID string, keyOf func(T) domain.Keyset) domain.Page[T] {
 	page := domain.Page[T]{Rows: rows}
 	if len(page.Rows) > limit {
 		page.Rows = page.Rows[:limit]
-		page.NextCursor = domain.EncodeCursor(kind, tenantID, keyOf(page.Rows[limit-1]))
+		page.NextCursor = cur.Encode(kind, tenantID, keyOf(page.Rows[limit-1]))
 	}
 	if page.Rows == nil {
 		page.Rows = []T{}
@@ -275,7 +275,7 @@ func (s *Store) ListItemDetails(ctx context.Context, p domain.Principal, q domai
 		if len(page.Rows) > limit {
 			page.Rows = page.Rows[:limit]
 			last := page.Rows[limit-1]
-			page.NextCursor = domain.EncodeCursor(CursorItems, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
+			page.NextCursor = s.cursors.Encode(CursorItems, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
 		}
 		return s.attachDetails(ctx, tx, p.TenantID, page.Rows, inc)
 	})
@@ -384,7 +384,7 @@ func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	return finishPage(page.Rows, limit, CursorCandidates, p.TenantID, func(c domain.Candidate) domain.Keyset {
+	return finishPage(s.cursors, page.Rows, limit, CursorCandidates, p.TenantID, func(c domain.Candidate) domain.Keyset {
 		return domain.Keyset{Key: ts(c.CreatedAt), ID: c.ID}
 	}), nil
 }

@@ -36,7 +36,7 @@ func walkItems(t *testing.T, s *Store, p domain.Principal, q domain.ItemQuery, b
 		if res.NextCursor == "" {
 			return seen
 		}
-		if q.After, err = domain.DecodeCursor(CursorItems, p.TenantID, res.NextCursor); err != nil {
+		if q.After, err = s.Cursors().Decode(CursorItems, p.TenantID, res.NextCursor); err != nil {
 			t.Fatalf("page %d: own cursor rejected: %v", page, err)
 		}
 		if between != nil {
@@ -184,10 +184,10 @@ func TestListItems_ForeignCursorRejected(t *testing.T) {
 		t.Fatalf("sales page: %v", err)
 	}
 	// Another list's cursor, and this list's cursor of another tenant.
-	if _, err := domain.DecodeCursor(CursorItems, pA.TenantID, sales.NextCursor); !errors.Is(err, domain.ErrInvalidInput) {
+	if _, err := s.Cursors().Decode(CursorItems, pA.TenantID, sales.NextCursor); !errors.Is(err, domain.ErrInvalidInput) {
 		t.Errorf("sales cursor on items: err = %v", err)
 	}
-	if _, err := domain.DecodeCursor(CursorItems, pB.TenantID, items.NextCursor); !errors.Is(err, domain.ErrInvalidInput) {
+	if _, err := s.Cursors().Decode(CursorItems, pB.TenantID, items.NextCursor); !errors.Is(err, domain.ErrInvalidInput) {
 		t.Errorf("tenant A cursor for tenant B: err = %v", err)
 	}
 	// A keyset that no cursor of ours can carry is refused by the store too.
@@ -196,7 +196,7 @@ func TestListItems_ForeignCursorRejected(t *testing.T) {
 		t.Errorf("malformed keyset: err = %v", err)
 	}
 	// A tenant-A position replayed by tenant B reveals nothing of A.
-	k, _ := domain.DecodeCursor(CursorItems, pA.TenantID, items.NextCursor)
+	k, _ := s.Cursors().Decode(CursorItems, pA.TenantID, items.NextCursor)
 	res, err := s.ListItems(context.Background(), pB, domain.ItemQuery{After: k})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestListSales_CalendarOrderAndPaging(t *testing.T) {
 	if r := first.Rows[0]; r.AddressRevealAt == nil || !r.AddressRevealAt.Equal(at(12*24*time.Hour)) || r.Version != 2 || r.StreetAddress != "12 Maple St" {
 		t.Fatalf("sale fields = %+v", r)
 	}
-	k, err := domain.DecodeCursor(CursorSales, p.TenantID, first.NextCursor)
+	k, err := s.Cursors().Decode(CursorSales, p.TenantID, first.NextCursor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestListCandidates_FiltersAndPaging(t *testing.T) {
 		if res.NextCursor == "" {
 			break
 		}
-		if q.After, err = domain.DecodeCursor(CursorCandidates, p.TenantID, res.NextCursor); err != nil {
+		if q.After, err = s.Cursors().Decode(CursorCandidates, p.TenantID, res.NextCursor); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -302,7 +302,7 @@ func (s *Store) SearchMarketplace(ctx context.Context, q domain.MarketplaceQuery
 			if ref == "" {
 				ref = last.hit.SaleID
 			}
-			page.NextCursor = domain.EncodeCursor(domain.CursorMarketplace, domain.PublicTenant,
+			page.NextCursor = s.cursors.Encode(domain.CursorMarketplace, domain.PublicTenant,
 				domain.Keyset{Key: strconv.FormatInt(last.seq, 10), ID: ref})
 		}
 		// Lead photos, one query per tenant on the page (photos are

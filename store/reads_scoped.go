@@ -302,7 +302,7 @@ func (s *Store) ListImportRuns(ctx context.Context, p domain.Principal, q domain
 	if len(page.Rows) > limit {
 		page.Rows = page.Rows[:limit]
 		last := page.Rows[limit-1]
-		page.NextCursor = domain.EncodeCursor(domain.CursorImportRuns, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
+		page.NextCursor = s.cursors.Encode(domain.CursorImportRuns, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
 	}
 	if page.Rows == nil {
 		page.Rows = []domain.ImportRunSummary{}
@@ -376,7 +376,7 @@ func (s *Store) GetImportRun(ctx context.Context, p domain.Principal, q domain.I
 		if len(out.Records) > limit {
 			out.Records = out.Records[:limit]
 			last := out.Records[limit-1]
-			out.RecordsNextCursor = domain.EncodeCursor(domain.CursorImportRecords(run.ID), p.TenantID,
+			out.RecordsNextCursor = s.cursors.Encode(domain.CursorImportRecords(run.ID), p.TenantID,
 				domain.Keyset{Key: strconv.Itoa(last.Ordinal), ID: last.ID})
 		}
 		return s.recordCandidates(ctx, tx, p.TenantID, out.Records)
@@ -519,7 +519,7 @@ func (s *Store) ListStatusEvents(ctx context.Context, p domain.Principal, q doma
 	if len(page.Rows) > limit {
 		page.Rows = page.Rows[:limit]
 		last := page.Rows[limit-1]
-		page.NextCursor = domain.EncodeCursor(domain.CursorStatusEvents, p.TenantID, domain.Keyset{Key: ts(last.EffectiveAt), ID: last.ID})
+		page.NextCursor = s.cursors.Encode(domain.CursorStatusEvents, p.TenantID, domain.Keyset{Key: ts(last.EffectiveAt), ID: last.ID})
 	}
 	if page.Rows == nil {
 		page.Rows = []domain.StatusEvent{}
@@ -606,7 +606,7 @@ func (s *Store) ListLabelBatches(ctx context.Context, p domain.Principal, q doma
 	if len(page.Rows) > limit {
 		page.Rows = page.Rows[:limit]
 		last := page.Rows[limit-1]
-		page.NextCursor = domain.EncodeCursor(domain.CursorLabelBatches, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
+		page.NextCursor = s.cursors.Encode(domain.CursorLabelBatches, p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
 	}
 	if page.Rows == nil {
 		page.Rows = []domain.LabelBatchSummary{}
@@ -674,7 +674,7 @@ func (s *Store) DispositionQueue(ctx context.Context, p domain.Principal, q doma
 		if len(details) > limit {
 			details = details[:limit]
 			last := details[limit-1]
-			page.NextCursor = domain.EncodeCursor(domain.CursorDisposition(q.SaleID), p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
+			page.NextCursor = s.cursors.Encode(domain.CursorDisposition(q.SaleID), p.TenantID, domain.Keyset{Key: ts(last.CreatedAt), ID: last.ID})
 		}
 		if err := s.attachDetails(ctx, tx, p.TenantID, details, inc); err != nil {
 			return err

@@ -248,7 +248,7 @@ func searchIDs(t *testing.T, s *Store, q domain.MarketplaceQuery) []string {
 		if res.NextCursor == "" {
 			return out
 		}
-		if q.After, err = domain.DecodeCursor(domain.CursorMarketplace, domain.PublicTenant, res.NextCursor); err != nil {
+		if q.After, err = s.Cursors().Decode(domain.CursorMarketplace, domain.PublicTenant, res.NextCursor); err != nil {
 			t.Fatal(err)
 		}
 		if page > 50 {
@@ -391,7 +391,7 @@ func TestStatusEvents_NewestFirstKeyset(t *testing.T) {
 		if res.NextCursor == "" {
 			break
 		}
-		if q.After, err = domain.DecodeCursor(domain.CursorStatusEvents, p.TenantID, res.NextCursor); err != nil {
+		if q.After, err = s.Cursors().Decode(domain.CursorStatusEvents, p.TenantID, res.NextCursor); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,7 +415,7 @@ func TestDispositionQueue_UnsoldItemsOfAClosedSale(t *testing.T) {
 	if err != nil || len(res.Rows) != 2 || res.NextCursor == "" {
 		t.Fatalf("first page = %+v, %v", res, err)
 	}
-	k, err := domain.DecodeCursor(domain.CursorDisposition(saleA3), p.TenantID, res.NextCursor)
+	k, err := s.Cursors().Decode(domain.CursorDisposition(saleA3), p.TenantID, res.NextCursor)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type table struct {
 // inserts in this order and Reset deletes in the reverse one. Counts and
 // Digest report exactly these (a test checks the list against sqlite_schema,
 // so a table added by a migration cannot be forgotten here).
-var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox, tablesPassphrase)
+var tables = slices.Concat(tables0001, tables0002, tablesReads, tablesIngestion, tablesApprovals, tablesOutbox, tablesPassphrase, tablesQuota)
 
 // tables0001 and tables0002 are the tables of the first two migrations;
 // later migrations list theirs beside their code (tables_*.go).

@@ -65,6 +65,9 @@ type Store struct {
 	ids   domain.IDs
 	log   *slog.Logger
 
+	// cursors seals list cursors with this database's secret (cursors.go).
+	cursors *domain.CursorCodec
+
 	w *sql.DB // exactly one connection, BEGIN IMMEDIATE
 	r *sql.DB // query_only readers
 }
@@ -142,6 +145,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.initialize(ctx, opts.Seed, opts.SeedFunc); err != nil {
+		_ = s.w.Close()
+		return nil, err
+	}
+	if err := s.loadCursorKey(ctx); err != nil {
 		_ = s.w.Close()
 		return nil, err
 	}
@@ -223,6 +230,9 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // text (which may quote SQL) goes to the debug log only. A cancelled context
 // stays recognisable with errors.Is.
 func (s *Store) dbErr(op string, err error) error {
+	if q := quotaError(err); q != nil {
+		return q // a quota trigger refused the write (quota.go)
+	}
 	s.log.Debug("store: database error", "op", op, "err", err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("store: %s: %w: %w", op, domain.ErrUnavailable, err)

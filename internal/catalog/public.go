@@ -118,7 +118,7 @@ func searchMarketplace() Tool {
 		Domain: DomainMapping{Service: "marketplace", Operation: "search_public_marketplace"},
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in SearchMarketplaceInput) (SearchMarketplaceOutput, Effects, error) {
-		after, err := domain.DecodeCursor(domain.CursorMarketplace, domain.PublicTenant, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, domain.Principal{}, domain.CursorMarketplace, in.Cursor)
 		if err != nil {
 			return SearchMarketplaceOutput{}, Effects{}, err
 		}

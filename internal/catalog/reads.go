@@ -54,7 +54,7 @@ func listSales() Tool {
 		Domain: DomainMapping{Service: "inventory", Operation: "list_estate_sales"},
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in ListSalesInput) (ListSalesOutput, Effects, error) {
-		after, err := domain.DecodeCursor("sales", env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, "sales", in.Cursor)
 		if err != nil {
 			return ListSalesOutput{}, Effects{}, err
 		}
@@ -100,7 +100,7 @@ func listItems() Tool {
 		Impact:         readImpact,
 		AnyPermissions: []string{domain.PermItemRead, domain.PermItemReadCheckout},
 	}, func(ctx context.Context, env Env, in ListItemsInput) (ListItemsOutput, Effects, error) {
-		after, err := domain.DecodeCursor("items", env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, "items", in.Cursor)
 		if err != nil {
 			return ListItemsOutput{}, Effects{}, err
 		}
@@ -164,7 +164,7 @@ func listCandidates() Tool {
 		Domain: DomainMapping{Service: "ingestion", Operation: "list_inventory_candidates"},
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in ListCandidatesInput) (ListCandidatesOutput, Effects, error) {
-		after, err := domain.DecodeCursor("candidates", env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, "candidates", in.Cursor)
 		if err != nil {
 			return ListCandidatesOutput{}, Effects{}, err
 		}
@@ -381,7 +381,7 @@ func listImportRuns() Tool {
 		Domain: DomainMapping{Service: "ingestion", Operation: "list_import_runs"},
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in ListImportRunsInput) (ListImportRunsOutput, Effects, error) {
-		after, err := domain.DecodeCursor(domain.CursorImportRuns, env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, domain.CursorImportRuns, in.Cursor)
 		if err != nil {
 			return ListImportRunsOutput{}, Effects{}, err
 		}
@@ -441,7 +441,7 @@ func getImportRun() Tool {
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in GetImportRunInput) (GetImportRunOutput, Effects, error) {
 		// The cursor is bound to its run: another run's cursor is refused.
-		after, err := domain.DecodeCursor(domain.CursorImportRecords(in.RunID), env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, domain.CursorImportRecords(in.RunID), in.Cursor)
 		if err != nil {
 			return GetImportRunOutput{}, Effects{}, err
 		}
@@ -501,7 +501,7 @@ func listStatusEvents() Tool {
 		Impact:         readImpact,
 		AnyPermissions: []string{domain.PermItemRead, domain.PermItemReadCheckout},
 	}, func(ctx context.Context, env Env, in ListStatusEventsInput) (ListStatusEventsOutput, Effects, error) {
-		after, err := domain.DecodeCursor(domain.CursorStatusEvents, env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, domain.CursorStatusEvents, in.Cursor)
 		if err != nil {
 			return ListStatusEventsOutput{}, Effects{}, err
 		}
@@ -558,7 +558,7 @@ func listLabelBatches() Tool {
 		Domain: DomainMapping{Service: "identity", Operation: "list_label_batches"},
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in ListLabelBatchesInput) (ListLabelBatchesOutput, Effects, error) {
-		after, err := domain.DecodeCursor(domain.CursorLabelBatches, env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, domain.CursorLabelBatches, in.Cursor)
 		if err != nil {
 			return ListLabelBatchesOutput{}, Effects{}, err
 		}
@@ -610,7 +610,7 @@ func getDispositionQueue() Tool {
 		Impact: readImpact,
 	}, func(ctx context.Context, env Env, in GetDispositionQueueInput) (GetDispositionQueueOutput, Effects, error) {
 		// The cursor is bound to its sale: another sale's cursor is refused.
-		after, err := domain.DecodeCursor(domain.CursorDisposition(in.SaleID), env.Principal.TenantID, in.Cursor)
+		after, err := env.Backend.OpenCursor(ctx, env.Principal, domain.CursorDisposition(in.SaleID), in.Cursor)
 		if err != nil {
 			return GetDispositionQueueOutput{}, Effects{}, err
 		}

@@ -116,7 +116,7 @@ func newToolsCmd(f *Factory) *cobra.Command {
 }
 
 func newLimitsCmd(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "limits", Short: "Rate and cost limits per tenant or client (spec §38)"}
+	cmd := &cobra.Command{Use: "limits", Short: "Rate and cost limits per tenant or client (spec §38), and the tenant's candidate quota"}
 	var tenant, client string
 	var asJSON bool
 	show := &cobra.Command{
@@ -135,9 +135,10 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				if asJSON {
 					return writeJSON(f.IO.Out, l)
 				}
-				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day · refused calls/min %d\n",
+				_, err = fmt.Fprintf(f.IO.Out, "reads/min %d · candidate writes/min %d · proposals/min %d · controlled actions/min %d · bulk targets %d · paid $%.2f/day · refused calls/min %d\n"+
+					"tenant quota: open candidates %d · candidate bytes %d\n",
 					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD,
-					l.PerMinute(domain.LimitRejected))
+					l.PerMinute(domain.LimitRejected), l.MaxOpenCandidates, l.MaxCandidateBytes)
 				return err
 			})
 		},
@@ -145,6 +146,8 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	var reads, cand, props, ctrl, bulk, rejected int
 	var limitsPassStdin bool
 	var paid float64
+	var quotaCands int
+	var quotaBytes int64
 	set := &cobra.Command{
 		Use:   "set",
 		Short: "Set limits for a tenant (or, with --client, one client); unspecified values keep their current value",
@@ -153,13 +156,19 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
+			fl := cmd.Flags()
+			if client != "" && (fl.Changed("candidates") || fl.Changed("candidate-bytes")) {
+				return usageError{fmt.Errorf("--candidates and --candidate-bytes are the tenant's quota: drop --client")}
+			}
+			if (fl.Changed("candidates") && quotaCands < 1) || (fl.Changed("candidate-bytes") && quotaBytes < 1) {
+				return usageError{fmt.Errorf("--candidates and --candidate-bytes must be at least 1")}
+			}
 			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
 				}
 				cur := l
-				fl := cmd.Flags()
 				for name, dst := range map[string]*int{"reads": &l.ReadsPerMinute, "candidate-writes": &l.CandidateWritesPerMinute,
 					"proposals": &l.ProposalsPerMinute, "controlled-actions": &l.ControlledActionsPerMinute, "bulk-targets": &l.MaxBulkTargets,
 					"rejected": &l.RejectedPerMinute} {
@@ -170,6 +179,12 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				}
 				if fl.Changed("paid-usd-per-day") {
 					l.MaxDailyPaidCostUSD = paid
+				}
+				if fl.Changed("candidates") {
+					l.MaxOpenCandidates = quotaCands
+				}
+				if fl.Changed("candidate-bytes") {
+					l.MaxCandidateBytes = quotaBytes
 				}
 				if raised := limitsRaised(cur, l); len(raised) > 0 { // raising widens authority; lowering needs nothing
 					g := sellerGate{Command: "limits set (raising " + strings.Join(raised, ", ") + ")", Tenant: tenant, Stdin: limitsPassStdin}
@@ -196,6 +211,8 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 	set.Flags().IntVar(&ctrl, "controlled-actions", 0, "controlled actions per minute")
 	set.Flags().IntVar(&bulk, "bulk-targets", 0, "maximum targets of a bulk action")
 	set.Flags().Float64Var(&paid, "paid-usd-per-day", 0, "maximum paid cost per day in USD")
+	set.Flags().IntVar(&quotaCands, "candidates", 0, "tenant quota: maximum open (in review) candidates")
+	set.Flags().Int64Var(&quotaBytes, "candidate-bytes", 0, "tenant quota: maximum stored candidate-tier bytes (candidates, source records, media)")
 	set.Flags().BoolVar(&limitsPassStdin, "passphrase-stdin", false, "raising a limit: read the seller's approval passphrase from the first line of standard input")
 	set.Flags().IntVar(&rejected, "rejected", 0, "refused calls per minute (0: the default, 120)")
 	cmd.AddCommand(show, set)

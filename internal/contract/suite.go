@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningGrants(t, open) // suite_hardening_grants.go: grants bound to the requester, paid budgets
 	runHardeningProposals(t, open)
 	runHardeningRates(t, open)
+	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 }
 
 var ctx = context.Background()
@@ -143,8 +144,18 @@ func testResolve(t *testing.T, in Instance) {
 	}
 }
 
+// cursorFn opens a list's cursor the way the list tool does.
+type cursorFn func(kind, cursor string) (*domain.Keyset, error)
+
+// cursorsOf opens cursors with b for p (the zero Principal for public lists).
+func cursorsOf(b domain.Backend, p domain.Principal) cursorFn {
+	return func(kind, cursor string) (*domain.Keyset, error) {
+		return b.OpenCursor(context.Background(), p, kind, cursor)
+	}
+}
+
 // walk pages through a list with page size n and returns every row's id.
-func walk[T any](t *testing.T, n int, list func(after *domain.Keyset, limit int) (domain.Page[T], error), kind, tenant string, id func(T) string) []string {
+func walk[T any](t *testing.T, n int, list func(after *domain.Keyset, limit int) (domain.Page[T], error), kind string, open cursorFn, id func(T) string) []string {
 	t.Helper()
 	var (
 		ids   []string
@@ -170,7 +181,7 @@ func walk[T any](t *testing.T, n int, list func(after *domain.Keyset, limit int)
 		if len(page.Rows) != n {
 			t.Fatalf("page %d: a short page (%d) with a next cursor", pages, len(page.Rows))
 		}
-		if after, err = domain.DecodeCursor(kind, tenant, page.NextCursor); err != nil {
+		if after, err = open(kind, page.NextCursor); err != nil {
 			t.Fatalf("cursor of page %d does not decode for its list: %v", pages, err)
 		}
 	}
@@ -192,7 +203,7 @@ func testListSales(t *testing.T, in Instance) {
 	}
 	got := walk(t, 1, func(after *domain.Keyset, n int) (domain.Page[domain.Sale], error) {
 		return b.ListSales(ctx, p, domain.SaleQuery{Limit: n, After: after})
-	}, "sales", p.TenantID, func(s domain.Sale) string { return s.ID })
+	}, "sales", cursorsOf(b, p), func(s domain.Sale) string { return s.ID })
 	if !slices.Equal(got, wantIDs) {
 		t.Fatalf("sales walked one by one = %v, want %v", got, wantIDs)
 	}
@@ -240,7 +251,7 @@ func testListItems(t *testing.T, in Instance) {
 	}
 	got := walk(t, 37, func(after *domain.Keyset, n int) (domain.Page[domain.Item], error) {
 		return b.ListItems(ctx, p, domain.ItemQuery{Limit: n, After: after})
-	}, "items", p.TenantID, func(it domain.Item) string { return it.ID })
+	}, "items", cursorsOf(b, p), func(it domain.Item) string { return it.ID })
 	if !slices.Equal(got, wantIDs) {
 		t.Fatalf("walked %d items, want %d in (created_at, id) order", len(got), len(wantIDs))
 	}
@@ -356,7 +367,7 @@ func testListCandidates(t *testing.T, in Instance) {
 	}
 	got := walk(t, 2, func(after *domain.Keyset, n int) (domain.Page[domain.Candidate], error) {
 		return b.ListCandidates(ctx, p, domain.CandidateQuery{Limit: n, After: after})
-	}, "candidates", p.TenantID, func(c domain.Candidate) string { return c.ID })
+	}, "candidates", cursorsOf(b, p), func(c domain.Candidate) string { return c.ID })
 	if !slices.Equal(got, wantIDs) {
 		t.Fatalf("candidates = %v, want %v", got, wantIDs)
 	}

@@ -250,7 +250,7 @@ func (f *flow) item(q domain.ItemQuery, id string) (domain.Item, bool) {
 		if page.NextCursor == "" {
 			return domain.Item{}, false
 		}
-		if q.After, err = domain.DecodeCursor("items", f.owner.TenantID, page.NextCursor); err != nil {
+		if q.After, err = f.b.OpenCursor(ctx, f.owner, "items", page.NextCursor); err != nil {
 			f.t.Fatal(err)
 		}
 	}

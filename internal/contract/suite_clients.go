@@ -385,7 +385,7 @@ func testClientLimits(t *testing.T, in Instance) {
 	}
 
 	tenant := domain.Limits{ReadsPerMinute: 60, CandidateWritesPerMinute: 5, ProposalsPerMinute: 4, ControlledActionsPerMinute: 3,
-		MaxBulkTargets: 25, MaxDailyPaidCostUSD: 2.5}
+		MaxBulkTargets: 25, MaxDailyPaidCostUSD: 2.5, MaxOpenCandidates: 500, MaxCandidateBytes: 1 << 20}
 	before := in.Counts(t)
 	if err := a.SetLimits(ctx, fixtures.DemoTenantID, "", tenant); err != nil {
 		t.Fatalf("SetLimits(tenant): %v", err)
@@ -395,7 +395,7 @@ func testClientLimits(t *testing.T, in Instance) {
 	eff(PricerClientID, tenant) // no row of its own: the tenant's
 
 	client := domain.Limits{ReadsPerMinute: 7, CandidateWritesPerMinute: 0, ProposalsPerMinute: 1, ControlledActionsPerMinute: 2,
-		MaxBulkTargets: 3, MaxDailyPaidCostUSD: 0.75}
+		MaxBulkTargets: 3, MaxDailyPaidCostUSD: 0.75, MaxOpenCandidates: 500, MaxCandidateBytes: 1 << 20} // the quota is the tenant's
 	if err := a.SetLimits(ctx, fixtures.DemoTenantID, PricerClientID, client); err != nil {
 		t.Fatalf("SetLimits(client): %v", err)
 	}

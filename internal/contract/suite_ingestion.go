@@ -128,7 +128,7 @@ func ingItems(t *testing.T, b domain.Backend, p domain.Principal) map[string]str
 		if page.NextCursor == "" {
 			return out
 		}
-		if after, err = domain.DecodeCursor("items", p.TenantID, page.NextCursor); err != nil {
+		if after, err = b.OpenCursor(ctx, p, "items", page.NextCursor); err != nil {
 			t.Fatal(err)
 		}
 	}

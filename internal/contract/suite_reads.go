@@ -627,7 +627,7 @@ func rdSearchAll(t *testing.T, b domain.Backend, q domain.MarketplaceQuery, n in
 		page, err := b.SearchMarketplace(ctx, q)
 		out = append(out, page.Rows...)
 		return page, err
-	}, domain.CursorMarketplace, domain.PublicTenant, func(h domain.MarketplaceHit) string { return h.Kind + ":" + h.SaleID + h.ItemID })
+	}, domain.CursorMarketplace, cursorsOf(b, domain.Principal{}), func(h domain.MarketplaceHit) string { return h.Kind + ":" + h.SaleID + h.ItemID })
 	return out
 }
 
@@ -688,7 +688,9 @@ func readsSearch(t *testing.T, in Instance) {
 	if err != nil || len(page.Rows) != domain.MaxSearchPageSize || page.NextCursor == "" {
 		t.Fatalf("a page of %d = %d rows, cursor %q, %v", domain.MaxPageSize, len(page.Rows), page.NextCursor, err)
 	}
-	if _, err := domain.DecodeCursor(domain.CursorMarketplace, fixtures.DemoTenantID, page.NextCursor); err == nil {
+	if p, err := b.ResolvePrincipal(ctx, CredOwner); err != nil {
+		t.Fatal(err)
+	} else if _, err := b.OpenCursor(ctx, p, "items", page.NextCursor); err == nil {
 		t.Fatal("a public cursor decodes for a tenant")
 	}
 	// Refusals.
@@ -737,7 +739,7 @@ func rdEventsAll(t *testing.T, b domain.Backend, p domain.Principal, q domain.St
 		page, err := b.ListStatusEvents(ctx, p, q)
 		out = append(out, page.Rows...)
 		return page, err
-	}, domain.CursorStatusEvents, p.TenantID, func(e domain.StatusEvent) string { return e.ID })
+	}, domain.CursorStatusEvents, cursorsOf(b, p), func(e domain.StatusEvent) string { return e.ID })
 	return out
 }
 
@@ -857,7 +859,7 @@ func rdRunsAll(t *testing.T, b domain.Backend, p domain.Principal, q domain.Impo
 		page, err := b.ListImportRuns(ctx, p, q)
 		out = append(out, page.Rows...)
 		return page, err
-	}, domain.CursorImportRuns, p.TenantID, func(r domain.ImportRunSummary) string { return r.ID })
+	}, domain.CursorImportRuns, cursorsOf(b, p), func(r domain.ImportRunSummary) string { return r.ID })
 	return out
 }
 
@@ -1001,7 +1003,7 @@ func readsGetImportRun(t *testing.T, in Instance) {
 		d, err := b.GetImportRun(ctx, p, domain.ImportRunDetailQuery{RunID: paged, Limit: limit, After: after})
 		got = append(got, d.Records...)
 		return domain.Page[domain.SourceRecordDetail]{Rows: d.Records, NextCursor: d.RecordsNextCursor}, err
-	}, domain.CursorImportRecords(paged), p.TenantID, func(r domain.SourceRecordDetail) string { return r.ID })
+	}, domain.CursorImportRecords(paged), cursorsOf(b, p), func(r domain.SourceRecordDetail) string { return r.ID })
 	if d := rdRecordsDiff(got, recs); d != "" {
 		t.Fatalf("records walked two by two: %s", d)
 	}
@@ -1073,7 +1075,7 @@ func rdBatchesAll(t *testing.T, b domain.Backend, p domain.Principal, q domain.L
 		page, err := b.ListLabelBatches(ctx, p, q)
 		out = append(out, page.Rows...)
 		return page, err
-	}, domain.CursorLabelBatches, p.TenantID, func(x domain.LabelBatchSummary) string { return x.ID })
+	}, domain.CursorLabelBatches, cursorsOf(b, p), func(x domain.LabelBatchSummary) string { return x.ID })
 	return out
 }
 
@@ -1157,7 +1159,7 @@ func readsDisposition(t *testing.T, in Instance) {
 			page, err := b.DispositionQueue(ctx, p, q, inc)
 			out = append(out, page.Rows...)
 			return page, err
-		}, domain.CursorDisposition(q.SaleID), p.TenantID, func(e domain.DispositionEntry) string { return e.ID })
+		}, domain.CursorDisposition(q.SaleID), cursorsOf(b, p), func(e domain.DispositionEntry) string { return e.ID })
 		return out
 	}
 	check := func(name string, got []domain.DispositionEntry, want []domain.Item, inc domain.ItemIncludes) {

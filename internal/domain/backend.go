@@ -164,6 +164,7 @@ type Backend interface {
 	ReadBackend
 	IngestionBackend
 	ApprovalBackend
+	CursorOpener
 
 	// ResolvePrincipal turns a client credential into a principal. An empty
 	// credential means the demo client in mock mode and Anonymous in live

@@ -108,12 +108,48 @@ type Limits struct {
 	// learns a schema from its refusals, so the class can be lowered but
 	// never closed.
 	RejectedPerMinute int `json:"rejected_calls_per_minute"`
+	// The candidate-tier quota is the tenant's (docs/quota.md): whatever
+	// client's limits are read, these two come from the tenant's row, and
+	// setting a client's limits leaves them as they are. Unlike the rates,
+	// 0 here means the default (so a Limits built without them never locks
+	// a tenant out of the candidate tier); the smallest quota is 1.
+	MaxOpenCandidates int   `json:"maximum_open_candidates"`
+	MaxCandidateBytes int64 `json:"maximum_candidate_bytes"`
 }
 
-// DefaultLimits are the spec's §38 defaults.
+// Default candidate-tier quota of a tenant (docs/quota.md). An estate sale
+// has a few hundred to two thousand lots; 20,000 candidates in review is
+// ten large sales waiting at once. The bytes are the 2 GiB media quota
+// (MaxTenantMediaBytes) plus 512 MiB of rows and source records, about
+// 110,000 CSV rows at ~4.5 KB each. The live SQL and the store's triggers
+// hold the same two numbers (a test compares them).
+const (
+	DefaultMaxOpenCandidates       = 20_000
+	DefaultMaxCandidateBytes int64 = MaxTenantMediaBytes + 512<<20
+)
+
+// DefaultLimits are the spec's §38 defaults, plus the candidate quota.
 func DefaultLimits() Limits {
 	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50,
-		RejectedPerMinute: DefaultRejectedPerMinute}
+		RejectedPerMinute: DefaultRejectedPerMinute, MaxOpenCandidates: DefaultMaxOpenCandidates, MaxCandidateBytes: DefaultMaxCandidateBytes}
+}
+
+// Quotas of the candidate tier, as QuotaExceeded names them.
+const (
+	QuotaOpenCandidates = "open_candidates"
+	QuotaCandidateBytes = "candidate_bytes"
+)
+
+// QuotaExceeded is the refusal of a write that would take the tenant over
+// one of its candidate-tier quotas: invalid_input on the field "quota"
+// (the §23 taxonomy has no quota code; rate_limited would tell the agent to
+// retry later, which never helps here). The reason names the quota and how
+// the seller raises it; the live SQL writes the same reasons.
+func QuotaExceeded(quota string) error {
+	if quota == QuotaCandidateBytes {
+		return Invalid("quota", "this write would exceed the tenant's quota of candidate storage bytes: the seller can raise it with trovesnap limits set --tenant <tenant> --candidate-bytes B")
+	}
+	return Invalid("quota", "this write would exceed the tenant's quota of open candidates: review or reject candidates, or the seller can raise it with trovesnap limits set --tenant <tenant> --candidates N")
 }
 
 // PerMinute returns the per-minute limit of a class.

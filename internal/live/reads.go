@@ -10,7 +10,7 @@ import (
 )
 
 // Cursor kinds, as the embedded store names them: a cursor is bound to its
-// list and tenant by domain.EncodeCursor.
+// list and tenant by the database's MAC (cursors.go).
 const (
 	cursorSales      = "sales"
 	cursorItems      = "items"
@@ -57,15 +57,21 @@ type pageAnswer[T any] struct {
 	} `json:"next"`
 }
 
-func (a pageAnswer[T]) page(kind, tenantID string) domain.Page[T] {
+// sealPage turns an answer into a page, the database sealing the cursor of
+// the next one (cursors.go).
+func sealPage[T any](ctx context.Context, b *Backend, p domain.Principal, kind string, a pageAnswer[T]) (domain.Page[T], error) {
 	out := domain.Page[T]{Rows: a.Rows}
 	if out.Rows == nil {
 		out.Rows = []T{}
 	}
 	if a.Next != nil && a.Next.I != "" {
-		out.NextCursor = domain.EncodeCursor(kind, tenantID, domain.Keyset{Key: a.Next.K, ID: a.Next.I})
+		c, err := b.sealCursor(ctx, p, kind, domain.Keyset{Key: a.Next.K, ID: a.Next.I})
+		if err != nil {
+			return domain.Page[T]{}, err
+		}
+		out.NextCursor = c
 	}
-	return out
+	return out, nil
 }
 
 // ListSales lists the sales of the principal's tenant in (starts_at, id) order.
@@ -92,7 +98,7 @@ func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.Sa
 	if err := b.call(ctx, "mcp_list_sales", args, &a); err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
-	return a.page(cursorSales, p.TenantID), nil
+	return sealPage(ctx, b, p, cursorSales, a)
 }
 
 // ListItems lists the items of the principal's tenant in (created_at, id)
@@ -145,7 +151,10 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 	if err := b.call(ctx, "mcp_list_items", args, &a); err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
-	rows := a.page(cursorItems, p.TenantID)
+	rows, err := sealPage(ctx, b, p, cursorItems, a)
+	if err != nil {
+		return domain.Page[domain.ItemDetail]{}, err
+	}
 	out := domain.Page[domain.ItemDetail]{Rows: make([]domain.ItemDetail, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, r := range rows.Rows {
 		out.Rows[i] = domain.ItemDetail{Item: r.Item, PriceHistory: r.PriceHistory}
@@ -187,7 +196,7 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 	if err := b.call(ctx, "mcp_list_candidates", args, &a); err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	return a.page(cursorCandidates, p.TenantID), nil
+	return sealPage(ctx, b, p, cursorCandidates, a)
 }
 
 // DemandSignals lists the demand signals of the principal's tenant,

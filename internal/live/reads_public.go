@@ -165,7 +165,10 @@ func (b *Backend) SearchMarketplace(ctx context.Context, q domain.MarketplaceQue
 	if err := b.call(ctx, "mcp_search_marketplace", args, &a); err != nil {
 		return domain.Page[domain.MarketplaceHit]{}, err
 	}
-	rows := a.page(domain.CursorMarketplace, domain.PublicTenant)
+	rows, err := sealPage(ctx, b, domain.Principal{}, domain.CursorMarketplace, a)
+	if err != nil {
+		return domain.Page[domain.MarketplaceHit]{}, err
+	}
 	out := domain.Page[domain.MarketplaceHit]{Rows: make([]domain.MarketplaceHit, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, h := range rows.Rows {
 		out.Rows[i] = domain.MarketplaceHit{Kind: h.Kind, SaleID: h.SaleID, SaleTitle: h.SaleTitle, ItemID: h.ItemID, Title: h.Title,

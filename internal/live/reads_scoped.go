@@ -122,7 +122,10 @@ func (b *Backend) ListImportRuns(ctx context.Context, p domain.Principal, q doma
 	if err := b.call(ctx, "mcp_list_import_runs", args, &a); err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
-	rows := a.page(domain.CursorImportRuns, p.TenantID)
+	rows, err := sealPage(ctx, b, p, domain.CursorImportRuns, a)
+	if err != nil {
+		return domain.Page[domain.ImportRunSummary]{}, err
+	}
 	out := domain.Page[domain.ImportRunSummary]{Rows: make([]domain.ImportRunSummary, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, r := range rows.Rows {
 		out.Rows[i] = r.summary()
@@ -189,8 +192,11 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 		}
 	}
 	if a.Next != nil && a.Next.I != "" {
-		out.RecordsNextCursor = domain.EncodeCursor(domain.CursorImportRecords(a.Run.ID), p.TenantID,
-			domain.Keyset{Key: a.Next.K, ID: a.Next.I})
+		c, err := b.sealCursor(ctx, p, domain.CursorImportRecords(a.Run.ID), domain.Keyset{Key: a.Next.K, ID: a.Next.I})
+		if err != nil {
+			return domain.ImportRunDetail{}, err
+		}
+		out.RecordsNextCursor = c
 	}
 	return out, nil
 }
@@ -222,7 +228,7 @@ func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q do
 	if err := b.call(ctx, "mcp_list_status_events", args, &a); err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
-	return a.page(domain.CursorStatusEvents, p.TenantID), nil
+	return sealPage(ctx, b, p, domain.CursorStatusEvents, a)
 }
 
 // labelBatchRow is a label batch as mcp_list_label_batches answers it.
@@ -266,7 +272,10 @@ func (b *Backend) ListLabelBatches(ctx context.Context, p domain.Principal, q do
 	if err := b.call(ctx, "mcp_list_label_batches", args, &a); err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
-	rows := a.page(domain.CursorLabelBatches, p.TenantID)
+	rows, err := sealPage(ctx, b, p, domain.CursorLabelBatches, a)
+	if err != nil {
+		return domain.Page[domain.LabelBatchSummary]{}, err
+	}
 	out := domain.Page[domain.LabelBatchSummary]{Rows: make([]domain.LabelBatchSummary, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, r := range rows.Rows {
 		out.Rows[i] = domain.LabelBatchSummary{ID: r.ID, TenantID: r.TenantID, SaleID: r.SaleID, Status: r.Status,
@@ -305,7 +314,10 @@ func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q do
 	if err := b.call(ctx, "mcp_disposition_queue", args, &a); err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
-	rows := a.page(domain.CursorDisposition(q.SaleID), p.TenantID)
+	rows, err := sealPage(ctx, b, p, domain.CursorDisposition(q.SaleID), a)
+	if err != nil {
+		return domain.Page[domain.DispositionEntry]{}, err
+	}
 	out := domain.Page[domain.DispositionEntry]{Rows: make([]domain.DispositionEntry, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, r := range rows.Rows {
 		out.Rows[i] = domain.DispositionEntry{ItemDetail: r.detail(inc), QueuedAt: r.QueuedAt}

@@ -104,10 +104,10 @@ func (s *Seller) PrincipalForClient(ctx context.Context, id string) (domain.Prin
 // clients (client.manage).
 func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
 	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 {
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
 		return domain.Invalid("limits", "must not be negative")
 	}
-	return s.call(ctx, "seller_set_limits", map[string]any{
+	err := s.call(ctx, "seller_set_limits", map[string]any{
 		"p_tenant_id":                     tenantID,
 		"p_client_id":                     clientID,
 		"p_read_calls_per_minute":         l.ReadsPerMinute,
@@ -118,6 +118,21 @@ func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l dom
 		"p_maximum_daily_paid_cost_usd":   l.MaxDailyPaidCostUSD,
 		"p_rejected_calls_per_minute":     l.RejectedPerMinute,
 	}, nil)
+	if err != nil || clientID != "" {
+		return err
+	}
+	// The candidate quota is the tenant's: set on its row, after the rates
+	// (docs/quota.md).
+	// 0 is the default (domain.Limits): stored as NULL.
+	var cands, bytes any
+	if l.MaxOpenCandidates > 0 {
+		cands = l.MaxOpenCandidates
+	}
+	if l.MaxCandidateBytes > 0 {
+		bytes = l.MaxCandidateBytes
+	}
+	return s.call(ctx, "seller_set_quota", map[string]any{"p_tenant_id": tenantID,
+		"p_maximum_open_candidates": cands, "p_maximum_candidate_bytes": bytes}, nil)
 }
 
 // EffectiveLimits returns the client's limits, else the tenant's, else the

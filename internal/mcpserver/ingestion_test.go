@@ -50,7 +50,7 @@ func ingEnv(t testing.TB, opts ...envOpt) *env {
 // besides the bookkeeping every call does; every other table (items, sales,
 // photos, status events, proposals …) must stay hash-identical.
 var ingCandidateTables = []string{"source_descriptors", "import_runs", "import_run_details", "source_records",
-	"inventory_candidates", "candidate_item_changes", "idempotency_keys"}
+	"inventory_candidates", "candidate_item_changes", "idempotency_keys", "tenant_usage"}
 
 // ingAssertOnlyChanged fails if a table outside allowed (and the bookkeeping
 // tables) changed between two digests.
@@ -633,7 +633,7 @@ func TestPhotos_PrivateSourceAssetsNeverOnAnItem(t *testing.T) {
 		r.Kind != "new_item" || r.ItemID != nil {
 		t.Fatalf("result = %+v", r)
 	}
-	ingAssertOnlyChanged(t, before, e.digest(), "source_assets", "candidate_media", "idempotency_keys")
+	ingAssertOnlyChanged(t, before, e.digest(), "source_assets", "candidate_media", "idempotency_keys", "tenant_usage")
 	files := ingAssetFiles(t, e)
 	hex := strings.TrimPrefix(r.ContentHash, "sha256:")
 	if len(files) != 1 || files[0] != filepath.Join(e.st.AssetsDir(), fixtures.DemoTenantID, hex[:2], hex+".jpg") {

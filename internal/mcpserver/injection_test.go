@@ -82,7 +82,7 @@ var injectionStrings = []string{
 // injectionAllowedTables may change when imported text is stored: the
 // candidate and source tables, and the bookkeeping of the calls.
 var injectionAllowedTables = append([]string{"source_descriptors", "import_runs", "import_run_details", "source_records",
-	"inventory_candidates", "idempotency_keys"}, store.BookkeepingTables...)
+	"inventory_candidates", "idempotency_keys", "tenant_usage"}, store.BookkeepingTables...)
 
 // §40.13: source content asking for publication, deletion, another tool
 // call, a secret or a tenant switch — and 50 more crafted strings — stays

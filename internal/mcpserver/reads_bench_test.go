@@ -113,7 +113,7 @@ func BenchmarkReads100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		page500 = res.NextCursor
-		if q.After, err = domain.DecodeCursor(store.CursorItems, owner.TenantID, res.NextCursor); err != nil {
+		if q.After, err = st.Cursors().Decode(store.CursorItems, owner.TenantID, res.NextCursor); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -834,7 +834,7 @@ func TestReads_BadInputRightCodeNothingLeaked(t *testing.T) {
 	recordsCursor := cursorOf(e.cs, "trove_get_import_run", map[string]any{"run_id": "run_848", "limit": 2}, "records_next_cursor")
 	queueCursor := cursorOf(e.cs, "trove_get_disposition_queue", map[string]any{"sale_id": fixtures.ClosedSaleID, "limit": 2}, "next_cursor")
 	searchCursor := cursorOf(e.cs, "trove_search_marketplace", map[string]any{"limit": 2}, "next_cursor")
-	forged := domain.EncodeCursor(domain.CursorMarketplace, domain.PublicTenant, domain.Keyset{Key: "not-a-number", ID: "item_1"})
+	forged := e.st.Cursors().Encode(domain.CursorMarketplace, domain.PublicTenant, domain.Keyset{Key: "not-a-number", ID: "item_1"})
 	cases := []struct {
 		tool        string
 		args        map[string]any

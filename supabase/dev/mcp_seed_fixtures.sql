@@ -36,7 +36,7 @@ BEGIN
              trovesnap.demand_signals, trovesnap.inventory_candidates, trovesnap.source_records, trovesnap.import_runs,
              trovesnap.source_descriptors, trovesnap.item_price_history, trovesnap.item_photos, trovesnap.items,
              trovesnap.membership_sales, trovesnap.estate_sales, trovesnap.mcp_clients, trovesnap.memberships,
-             trovesnap.users, trovesnap.tenants;
+             trovesnap.tenant_usage, trovesnap.users, trovesnap.tenants;
     FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
         'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events',
         'item_change_history', 'item_dispositions', 'outbound_requests']
