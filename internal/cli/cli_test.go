@@ -261,7 +261,8 @@ func TestFixturesReset_RestoresSeedState(t *testing.T) {
 	}
 	st.Close()
 
-	r := run(t, env, "--db", path, "fixtures", "reset", "--discard-audit-events")
+	setPassphrase(t, env, path)
+	r := runP(t, env, "--db", path, "fixtures", "reset", "--discard-audit-events")
 	if r.code != cli.ExitOK || !strings.Contains(r.out, "reset") {
 		t.Fatalf("%+v", r)
 	}
@@ -275,8 +276,9 @@ func TestFixturesReset_RestoresSeedState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		delete(d, "store_meta")    // records when seeding happened
-		delete(d, "plugin_events") // the reset's own event (TestHardening_FixturesReset…)
+		delete(d, "store_meta")        // records when seeding happened
+		delete(d, "plugin_events")     // the reset's own event (TestHardening_FixturesReset…)
+		delete(d, "seller_passphrase") // a reset keeps the passphrase (it needs it)
 		return d
 	}
 	a, b := digest(path), digest(fresh)

@@ -25,6 +25,9 @@ type FixturesResetOptions struct {
 	// DiscardAuditEvents confirms without a terminal; the flag names what is
 	// lost, so a script that passes it says so in its own text.
 	DiscardAuditEvents bool
+	// PassphraseStdin reads the seller's approval passphrase from the first
+	// line of standard input (scripts); otherwise it is asked on the terminal.
+	PassphraseStdin bool
 }
 
 func newFixturesCmd(f *Factory) *cobra.Command {
@@ -36,7 +39,9 @@ func newFixturesCmd(f *Factory) *cobra.Command {
 		Long: "Replace every record of the local mock database with the fixture data set. This discards the\n" +
 			"audit log (every plugin_event): the new log starts with one event that records the reset, who\n" +
 			"asked, how many events were discarded and the head of every discarded chain.\n\n" +
-			"On a terminal it asks you to type \"" + resetConfirmWord + "\"; without one, pass --discard-audit-events.",
+			"On a terminal it asks you to type \"" + resetConfirmWord + "\"; without one, pass --discard-audit-events.\n\n" +
+			"A reset reactivates every client and restores every limit of the seed, so it needs the seller's\n" +
+			"approval passphrase (asked on the terminal, or --passphrase-stdin) and refuses inside an agent's shell.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fixturesResetRun(cmd, f, o)
@@ -44,6 +49,8 @@ func newFixturesCmd(f *Factory) *cobra.Command {
 	}
 	reset.Flags().BoolVar(&o.DiscardAuditEvents, "discard-audit-events", false,
 		"confirm without a terminal that the audit log (every plugin_event) is discarded")
+	reset.Flags().BoolVar(&o.PassphraseStdin, "passphrase-stdin", false,
+		"read the seller's approval passphrase from the first line of standard input (a reset reactivates clients and restores limits)")
 	cmd.AddCommand(reset)
 	return cmd
 }
@@ -61,6 +68,13 @@ func fixturesResetRun(cmd *cobra.Command, f *Factory, o *FixturesResetOptions) e
 		return err
 	}
 	defer st.Close()
+	// A reset restores every client's status and every limit to the seed:
+	// it reactivates what the seller suspended or revoked and undoes what
+	// they lowered, so it widens authority like `client reactivate` or a
+	// raising `limits set` — the same tripwire and passphrase.
+	if _, err := authorize(cmd.Context(), f, cfg, st, sellerGate{Command: "fixtures reset", Stdin: o.PassphraseStdin}); err != nil {
+		return err
+	}
 	heads, err := st.ChainHeads(cmd.Context())
 	if err != nil {
 		return err

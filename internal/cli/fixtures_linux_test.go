@@ -24,6 +24,7 @@ func TestHardening_FixturesResetAsksOnATerminal(t *testing.T) {
 		env, dir := tempEnv(t)
 		path := filepath.Join(dir, "t.db")
 		dirtyDB(t, env, path)
+		setPassphrase(t, env, path)
 		before := digestOf(t, path)
 
 		ptmx, tty, err := pty.Open()
@@ -37,7 +38,7 @@ func TestHardening_FixturesResetAsksOnATerminal(t *testing.T) {
 			Getenv: func(k string) string { return env[k] },
 			Clock:  domain.NewFixedClock(fixtures.Epoch), IDs: domain.RandomIDs{},
 		}
-		if _, err := ptmx.Write([]byte(c.typed)); err != nil {
+		if _, err := ptmx.Write([]byte(testPass + "\n" + c.typed)); err != nil { // the passphrase, then the word
 			t.Fatal(err)
 		}
 		code := cli.Run(context.Background(), f, []string{"--db", path, "fixtures", "reset"})

@@ -66,14 +66,15 @@ func TestHardening_FixturesResetRefusesWithoutConfirmation(t *testing.T) {
 	env, dir := tempEnv(t)
 	path := filepath.Join(dir, "t.db")
 	dirtyDB(t, env, path)
+	setPassphrase(t, env, path)
 	before := digestOf(t, path)
 	var out, errb strings.Builder
 	f := &cli.Factory{
-		IO:     cli.IOStreams{In: strings.NewReader("reset\n"), Out: &out, ErrOut: &errb},
+		IO:     cli.IOStreams{In: strings.NewReader(testPass + "\nreset\n"), Out: &out, ErrOut: &errb},
 		Getenv: func(k string) string { return env[k] },
 		Clock:  domain.NewFixedClock(fixtures.Epoch), IDs: domain.RandomIDs{},
 	}
-	code := cli.Run(context.Background(), f, []string{"--db", path, "fixtures", "reset"})
+	code := cli.Run(context.Background(), f, []string{"--db", path, "fixtures", "reset", "--passphrase-stdin"})
 	if code != cli.ExitUsage || !strings.Contains(errb.String(), "--discard-audit-events") || !strings.Contains(errb.String(), "3 audit event(s)") {
 		t.Fatalf("code %d, stderr %q; want exit 2 naming the flag and the 3 events at stake", code, errb.String())
 	}
@@ -91,8 +92,9 @@ func TestHardening_FixturesResetRecordsTheDiscardedChain(t *testing.T) {
 	env, dir := tempEnv(t)
 	path := filepath.Join(dir, "t.db")
 	heads := dirtyDB(t, env, path)
+	setPassphrase(t, env, path)
 
-	r := run(t, env, "--db", path, "fixtures", "reset", "--discard-audit-events")
+	r := runP(t, env, "--db", path, "fixtures", "reset", "--discard-audit-events")
 	if r.code != cli.ExitOK || !strings.Contains(r.out, "discarded 3 audit event(s) in 1 chain(s)") {
 		t.Fatalf("%+v", r)
 	}
@@ -118,4 +120,50 @@ func TestHardening_FixturesResetRecordsTheDiscardedChain(t *testing.T) {
 		sum["old_head_hash"] != heads[0].EventHash || !strings.Contains(sum["old_head."+heads[0].TenantID], heads[0].EventID) {
 		t.Fatalf("reset event = %+v; want it to record 3 discarded events and the old head %+v", evs[0], heads[0])
 	}
+}
+
+// Attack on the hardening: a reset reactivates a revoked client and undoes a
+// lowered limit, so it widens authority — without the passphrase, or inside
+// an agent's shell, it refuses and changes nothing.
+func TestHardening_FixturesResetNeedsThePassphraseAndRefusesInAnAgentShell(t *testing.T) {
+	env, dir := tempEnv(t)
+	path := filepath.Join(dir, "t.db")
+	dirtyDB(t, env, path)
+	setPassphrase(t, env, path)
+	if r := run(t, env, "--db", path, "client", "revoke", fixtures.DemoClientID); r.code != cli.ExitOK {
+		t.Fatalf("revoke: %+v", r)
+	}
+	before := digestOf(t, path)
+	for _, c := range []struct {
+		name  string
+		env   map[string]string
+		stdin string
+		want  cli.ExitCode
+	}{
+		{"no passphrase given", env, "", cli.ExitPassphrase},
+		{"wrong passphrase", env, "not the passphrase at all\n", cli.ExitPassphrase},
+		{"agent shell", withEnv(env, "CLAUDECODE", "1"), testPass + "\n", cli.ExitAgentShell},
+	} {
+		r := runIn(t, c.env, c.stdin, "--db", path, "fixtures", "reset", "--discard-audit-events", "--passphrase-stdin")
+		if r.code != c.want {
+			t.Fatalf("%s: %+v; want exit %d", c.name, r, c.want)
+		}
+		after := digestOf(t, path)
+		for _, table := range []string{"mcp_clients", "mcp_limits", "inventory_candidates"} {
+			if after[table] != before[table] {
+				t.Fatalf("%s: a refused reset changed %s", c.name, table)
+			}
+		}
+	}
+	if r := runP(t, env, "--db", path, "fixtures", "reset", "--discard-audit-events"); r.code != cli.ExitOK {
+		t.Fatalf("with the passphrase: %+v", r)
+	}
+}
+
+func withEnv(env map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for key, val := range env {
+		out[key] = val
+	}
+	return out
 }
