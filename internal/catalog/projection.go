@@ -156,7 +156,7 @@ type ChangeView struct {
 	Field    string `json:"field"`
 	From     any    `json:"from,omitempty" jsonschema:"the value before (null when none); left out when redacted"`
 	To       any    `json:"to,omitempty" jsonschema:"the value after; left out when redacted"`
-	Redacted bool   `json:"redacted,omitempty" jsonschema:"true when your role may not see this field's values (as in trove_get_item): from and to are left out, so this proposal's hash cannot be recomputed from what you see"`
+	Redacted bool   `json:"redacted,omitempty" jsonschema:"true when your role may not see this field's values (as in trove_get_item): from and to are left out, and so is the proposal's hash"`
 }
 
 // MarshalJSON keeps from and to (null included) on a visible change and

@@ -37,8 +37,10 @@ func proposalTool[In any](d Definition, draft func(In) (domain.ProposalDraft, er
 
 // proposalView projects a proposal for the agent: everything it needs to
 // wait for, and explain, the seller's decision — with each change projected
-// for role like every item view (projectChanges). The hash is always the
-// hash of the whole proposal; redaction never changes it.
+// for role like every item view (projectChanges). The hash is the hash of
+// the whole proposal, so it is withheld from a role that sees a change
+// redacted: the redacted values are low-entropy (a price), and hashing
+// guesses against the hash would reveal them.
 func proposalView(role string, p domain.Proposal) ProposalView {
 	decision := map[string]string{
 		domain.ProposalPending:  "human_approval_required",
@@ -55,6 +57,12 @@ func proposalView(role string, p domain.Proposal) ProposalView {
 		TargetIDs: p.TargetIDs, ExpectedVersions: p.ExpectedVersions, Changes: projectChanges(role, p.Changes), Impact: p.Impact,
 		Validation: p.Validation, Approval: ProposalApproval{Requirement: p.Requirement, Decision: decision},
 		Notification: p.Notification, RequestedBy: p.RequestedBy.ActorID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+	}
+	for _, c := range v.Changes {
+		if c.Redacted {
+			v.ProposalHash = ""
+			break
+		}
 	}
 	if v.TargetIDs == nil {
 		v.TargetIDs = []string{}

@@ -63,7 +63,7 @@ type NotificationPlan = domain.NotificationPlan
 // ProposalView is an immutable action proposal (spec §15).
 type ProposalView struct {
 	ProposalID       string             `json:"proposal_id"`
-	ProposalHash     string             `json:"proposal_hash"`
+	ProposalHash     string             `json:"proposal_hash,omitempty" jsonschema:"sha256 of the whole proposal; left out when a change is redacted for your role, because hashing guesses of a hidden value (a price) against it would reveal the value"`
 	Status           string             `json:"status" jsonschema:"pending_approval, approved, executed, rejected, expired or superseded"`
 	Tool             ExecutingTool      `json:"tool" jsonschema:"the controlled action that executes this proposal once approved"`
 	Action           string             `json:"action"`
@@ -256,7 +256,7 @@ type GetProposalInput struct {
 func getProposal() Tool {
 	return define[GetProposalInput, ProposalView](Definition{
 		Name: "trove_get_proposal", Version: "1.0.0", Title: "Get a proposal",
-		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy. A proposal touching a sale you are not assigned to is unknown to you, like a missing id. A change to a field your role may not see (as in trove_get_item: a cataloger does not see price_cents) is listed redacted, without its values; proposal_hash covers the whole proposal, so only a member who may see every field can recompute it.",
+		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy. A proposal touching a sale you are not assigned to is unknown to you, like a missing id. A change to a field your role may not see (as in trove_get_item: a cataloger does not see price_cents) is listed redacted, without its values, and proposal_hash is then left out (it would let the hidden value be guessed).",
 		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{domain.PermProposalRead},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "approval", Operation: "get_action_proposal"},
