@@ -73,6 +73,7 @@ type Gate struct {
 	log     *slog.Logger
 	tel     *telemetry
 	argMem  *byteBudget
+	unres   unresolvedLimiter
 }
 
 // New builds a Gate.
@@ -266,11 +267,15 @@ func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.Raw
 	// suspension is seen by the very next request.
 	ctx = step(ctx, audit.SpanClientResolve)
 	if c.Credential != "" && c.Credential != domain.PublicCredential && !domain.WellFormedToken(c.Credential) {
-		return nil, eff, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"}, false
+		return nil, eff, g.unresolved(c.Credential, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"}), false
 	}
 	p, err := g.b.ResolvePrincipal(ctx, c.Credential)
 	if err != nil {
-		return nil, eff, principalFailure(err), false
+		f := principalFailure(err)
+		if f.code != CodeServiceUnavailable { // an unreadable store is not the caller's doing
+			f = g.unresolved(c.Credential, f)
+		}
+		return nil, eff, f, false
 	}
 	ctx = step(ctx, audit.SpanActorResolve)
 	ev.TenantID = p.TenantID
@@ -508,6 +513,18 @@ func (g *Gate) appendEvent(ctx context.Context, ev domain.Event) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	return g.b.AppendEvent(ctx, ev)
+}
+
+// unresolved counts a call whose credential reaches no active client in the
+// process's own budget; over it the refusal becomes rate_limited (its one
+// event is still written, with the original refusal as audit code).
+func (g *Gate) unresolved(credential string, f *failure) *failure {
+	ok, retry := g.unres.allow(credential, g.clock.Now())
+	if ok {
+		return f
+	}
+	return &failure{code: CodeRateLimited, retryAfter: retry, auditCode: "unresolved_" + string(f.code),
+		message: fmt.Sprintf("Too many calls with a credential that is not an active client (%d a minute at most): retry in %d s.", unresolvedPerMinute, retry)}
 }
 
 // principalFailure maps a credential resolution error.

@@ -352,3 +352,40 @@ func TestHardening_OversizeArgumentsRefusedOnRawBytes(t *testing.T) {
 	}
 	assertOnlyEventsChanged(t, before, e.digest())
 }
+
+// Attack review: a suspended client's host flooded refusals at full speed
+// (1,000 in 1.7 s, no rate_limited): its credential resolves to no active
+// client, so no client budget counted them. The process now counts them per
+// credential: past the budget the answer is rate_limited, every call still
+// records exactly one event, and nothing else changes.
+func TestHardening_SuspendedClientFloodIsRateLimited(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	cs := connect(t, e.gate, tok)
+	if _, err := e.st.SetClientStatus(context.Background(), c.ID, domain.ClientSuspended, fixtures.DemoUserID); err != nil {
+		t.Fatal(err)
+	}
+	before := e.counts()
+	const calls = 130
+	codes := map[string]int{}
+	for range calls {
+		env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
+		if len(env.Errors) != 1 || env.Data != nil && string(env.Data) != "null" {
+			t.Fatalf("a suspended client's call answered %s", env.raw)
+		}
+		codes[env.Errors[0].Code]++
+	}
+	if codes["client_suspended"] != 120 || codes["rate_limited"] != calls-120 {
+		t.Fatalf("codes %v; want 120 client_suspended, then rate_limited", codes)
+	}
+	after := e.counts()
+	for table, n := range after {
+		want := before[table]
+		if table == "plugin_events" {
+			want += calls
+		}
+		if n != want {
+			t.Errorf("%s: %d rows, want %d", table, n, want)
+		}
+	}
+}
