@@ -24,6 +24,15 @@ func (s *Store) loadCursorKey(ctx context.Context) error {
 		return s.openErr("cursor secret", err)
 	}
 	var key []byte
+	// Read first: every open after the first finds the secret without
+	// taking the write lock, so many processes starting at once (a host
+	// spawning servers while another imports) do not queue on it.
+	if err := s.w.QueryRowContext(ctx, "SELECT value FROM store_secrets WHERE name = ?", secretCursorKey).Scan(&key); err == nil && len(key) > 0 {
+		if s.cursors, err = domain.NewCursorCodec(key); err != nil {
+			return s.openErr("cursor secret", err)
+		}
+		return nil
+	}
 	err := func() error {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {

@@ -41,6 +41,9 @@ func TestStdio_EightProcessesSameKeysOneImportPerKey(t *testing.T) {
 		go func() { defer wg.Done(); sessions[p] = connectBinary(t, db) }()
 	}
 	wg.Wait()
+	if t.Failed() { // a connect failed (and said why) in its goroutine
+		t.FailNow()
+	}
 
 	var mu sync.Mutex
 	runs := map[int]string{}       // key → import run id
