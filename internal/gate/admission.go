@@ -71,3 +71,6 @@ func (g *Gate) Admit(ctx context.Context, tool string, size int, inputHash strin
 func oversize(limit int) *failure {
 	return &failure{code: CodeInvalidInput, field: "arguments", message: fmt.Sprintf("Invalid arguments: larger than %d bytes.", limit)}
 }
+
+// ArgumentBudget is the gate-wide budget of argument bytes in flight.
+func (g *Gate) ArgumentBudget() int { return g.argMem.total }

@@ -73,7 +73,7 @@ func New(o Options) *mcp.Server {
 func gateCall(o Options, p *mcp.CallToolParamsRaw) gate.Call {
 	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: o.Credential, Transport: o.Transport}
 	if o.Admitter != nil {
-		c.Admission = o.Admitter.verdict(p.Meta)
+		c.Arguments, c.Admission = o.Admitter.take(p.Arguments)
 	}
 	return c
 }

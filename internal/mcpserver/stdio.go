@@ -15,6 +15,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,7 +83,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		adm:      t.adm,
 		ctx:      ctx,
 		cancel:   cancel,
-		inflight: map[jsonrpc.ID]*gate.Admission{},
+		inflight: map[jsonrpc.ID]inflightCall{},
 	}
 	go c.readLoop(t.in)
 	return c, nil
@@ -92,11 +93,17 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // argument size limit, then the gate-wide budget of argument bytes in
 // flight) at the stdio guard, on the raw line, before the SDK decodes
 // anything: an oversize call is never decoded, and big calls queue at the
-// guard (which stops reading stdin) instead of piling up decoded in memory.
-// An admitted call holds its bytes until its response is written. A refused
-// call is still handed to the server, as a small stand-in (same id and tool,
-// no arguments) that the server's middleware recognises, so the gate writes
-// its one plugin_event and answers its §23 envelope.
+// guard (which stops reading stdin) instead of piling up in memory. An
+// admitted call holds its bytes until its response is written.
+//
+// The SDK never sees a call's arguments either: the guard hands it the line
+// with the arguments replaced by a marker (a random nonce known only to the
+// guard) and keeps the arguments, a slice of the line, here; the server's
+// middleware swaps them back before the gate runs. The SDK decodes a
+// message's params twice, through buffering decoders, which cost several
+// times a big photo call. A refused call is handed over the same way,
+// without arguments, so the gate still writes its one plugin_event and
+// answers its §23 envelope.
 //
 // Build the server with Options.Admitter set to the same Admitter, and serve
 // it on a.StdioTransport only: the gate then trusts that every call was
@@ -104,12 +111,17 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 type Admitter struct {
 	gate    *gate.Gate
 	mu      sync.Mutex
-	refused map[string]*gate.Admission // by the nonce in the stand-in's _meta
+	pending map[string]pendingCall // by nonce
+}
+
+type pendingCall struct {
+	args json.RawMessage
+	v    *gate.Admission
 }
 
 // NewAdmitter returns an Admitter over g.
 func NewAdmitter(g *gate.Gate) *Admitter {
-	return &Admitter{gate: g, refused: map[string]*gate.Admission{}}
+	return &Admitter{gate: g, pending: map[string]pendingCall{}}
 }
 
 // StdioTransport is the guarded stdio transport (see the package function)
@@ -118,41 +130,47 @@ func (a *Admitter) StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 	return &stdioTransport{in: in, out: out, adm: a}
 }
 
-// metaAdmission is the _meta key of a stand-in call; its value is a random
-// nonce known only to the guard, so a client cannot forge a verdict.
-const metaAdmission = "trovesnap/admission"
+// markerKey is the one key of the arguments marker.
+const markerKey = "trovesnap/admission"
 
-// standIn registers a refusal and returns the small call that carries it.
-func (a *Admitter) standIn(id jsonrpc.ID, tool string, v *gate.Admission) *jsonrpc.Request {
+// hold keeps a call's arguments (nil for a refusal) and verdict, and returns
+// the nonce and the marker that stands for them on the wire to the SDK.
+func (a *Admitter) hold(args json.RawMessage, v *gate.Admission) (string, []byte) {
 	var nb [16]byte
 	_, _ = rand.Read(nb[:])
 	nonce := hex.EncodeToString(nb[:])
 	a.mu.Lock()
-	a.refused[nonce] = v
+	a.pending[nonce] = pendingCall{args: args, v: v}
 	a.mu.Unlock()
-	name, _ := json.Marshal(tool)
-	params := fmt.Sprintf(`{"name":%s,"arguments":{},"_meta":{%q:%q}}`, name, metaAdmission, nonce)
-	return &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(params)}
+	return nonce, fmt.Appendf(nil, `{%q:%q}`, markerKey, nonce)
 }
 
-// verdict is the Admission of a call the server received from the guard:
-// the refusal a stand-in carries, else Admitted. The nonce is removed from
-// meta (it is not the client's).
-func (a *Admitter) verdict(meta map[string]any) *gate.Admission {
-	nonce, ok := meta[metaAdmission].(string)
-	if _, present := meta[metaAdmission]; present {
-		delete(meta, metaAdmission)
-	}
-	if ok {
-		a.mu.Lock()
-		v := a.refused[nonce]
-		delete(a.refused, nonce)
-		a.mu.Unlock()
-		if v != nil {
-			return v
+// drop forgets a held call the SDK answered without running it.
+func (a *Admitter) drop(nonce string) {
+	a.mu.Lock()
+	delete(a.pending, nonce)
+	a.mu.Unlock()
+}
+
+// take swaps a marker the server received back into the call's arguments
+// and verdict. Arguments that are not a held marker (a line the guard
+// admitted whole, a client's own look-alike) are the call's own, admitted.
+func (a *Admitter) take(args json.RawMessage) (json.RawMessage, *gate.Admission) {
+	if len(args) < 128 {
+		var m map[string]string
+		if json.Unmarshal(args, &m) == nil && len(m) == 1 {
+			if nonce, ok := m[markerKey]; ok {
+				a.mu.Lock()
+				p, held := a.pending[nonce]
+				delete(a.pending, nonce)
+				a.mu.Unlock()
+				if held {
+					return p.args, p.v
+				}
+			}
 		}
 	}
-	return gate.Admitted()
+	return args, gate.Admitted()
 }
 
 // guardConn is the mcp.Connection of StdioTransport. One goroutine reads
@@ -172,7 +190,14 @@ type guardConn struct {
 	ctx      context.Context // ends on Close: stops a wait for budget
 	cancel   context.CancelFunc
 	mu       sync.Mutex
-	inflight map[jsonrpc.ID]*gate.Admission
+	inflight map[jsonrpc.ID]inflightCall
+	waitFor  <-chan struct{} // the answer of a big call just handed over (read loop only)
+}
+
+type inflightCall struct {
+	v        *gate.Admission
+	nonce    string        // of its held arguments, "" if none
+	answered chan struct{} // closed when its response is written
 }
 
 func (c *guardConn) readLoop(in io.Reader) {
@@ -191,6 +216,7 @@ func (c *guardConn) readLoop(in io.Reader) {
 			case <-c.closed:
 				return
 			}
+			c.awaitBigCall()
 		} else if reply != nil {
 			if _, werr := c.out.Write(reply); werr != nil {
 				c.readErr = werr
@@ -214,15 +240,22 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 }
 
 // judge decides one scanned line. With admission, a tools/call whose
-// arguments exceed its tool's limit becomes a stand-in at once (it is never
+// arguments exceed its tool's limit is refused at once (it is never
 // decoded, whatever else the line holds), and any other tools/call takes
 // its bytes from the gate's budget first (waiting, with stdin unread, for
-// calls in flight to answer), or becomes a busy stand-in.
+// calls in flight to answer) or is refused as busy. Either way the SDK gets
+// the call with its arguments held aside (see Admitter).
 func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	if c.adm != nil && sc.toolCall() {
 		if id, ok := sc.jsonrpcID(); ok && sc.argsLen > gate.ArgumentLimit(sc.name) {
+			if c.busy(id) {
+				return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
+			}
 			v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
-			return c.adm.standIn(id, sc.name, v), nil
+			nonce, marker := c.adm.hold(nil, v)
+			name, _ := json.Marshal(sc.name)
+			c.track(id, v, nonce, 0)
+			return &jsonrpc.Request{ID: id, Method: "tools/call", Params: fmt.Appendf(nil, `{"name":%s,"arguments":%s}`, name, marker)}, nil
 		}
 	}
 	msg, reply := judge(line, sc, c.frameLimit(sc))
@@ -230,30 +263,83 @@ func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	if c.adm == nil || !ok || req.Method != "tools/call" {
 		return msg, reply
 	}
-	// The scan read the arguments of nearly every call; a line it could not
-	// follow (an escaped key or tool name) is measured whole, under the
-	// default limit.
-	tool, size, hash := "", len(req.Params), ""
-	if sc.toolCall() {
-		tool, size, hash = sc.name, sc.argsLen, sc.argsHash()
-	}
-	c.mu.Lock()
-	_, dup := c.inflight[req.ID]
-	c.mu.Unlock()
 	if !req.ID.IsValid() {
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a tools/call needs an id")
 	}
-	if dup {
-		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, "Invalid Request: this id is already in use by a call in progress")
+	if c.busy(req.ID) {
+		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
 	}
-	v := c.adm.gate.Admit(c.ctx, tool, size, hash)
-	if v.Refused() {
-		return c.adm.standIn(req.ID, tool, v), nil
+	if !sc.toolCall() {
+		// A line the scan could not follow (an escaped key or tool name):
+		// measured whole, under the default limit, and passed as it is.
+		v := c.adm.gate.Admit(c.ctx, "", len(req.Params), "")
+		if v.Refused() {
+			_, marker := c.adm.hold(nil, v)
+			req.Params = fmt.Appendf(nil, `{"name":"","arguments":%s}`, marker)
+		}
+		c.track(req.ID, v, "", len(req.Params))
+		return req, nil
 	}
+	v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
+	start, end := sc.argsStart, sc.argsStart+sc.argsLen
+	var args json.RawMessage
+	if !v.Refused() {
+		args = bytes.TrimSpace(line[start:end])
+	}
+	nonce, marker := c.adm.hold(args, v)
+	small := make([]byte, 0, start+len(marker)+len(line)-end)
+	small = append(append(append(small, line[:start]...), marker...), line[end:]...)
+	m, err := decodeMessage(bytes.TrimSpace(small))
+	if err != nil { // cannot happen: the line decoded with its arguments
+		c.adm.drop(nonce)
+		v.Release()
+		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message could not be read")
+	}
+	c.track(req.ID, v, nonce, sc.argsLen)
+	return m, nil
+}
+
+const msgIDInUse = "Invalid Request: this id is already in use by a call in progress"
+
+// busy reports whether a call with id is in flight.
+func (c *guardConn) busy(id jsonrpc.ID) bool {
 	c.mu.Lock()
-	c.inflight[req.ID] = v
+	defer c.mu.Unlock()
+	_, ok := c.inflight[id]
+	return ok
+}
+
+// track records a call in flight until its response is written. A call
+// holding more than half the budget leaves no room for another big line:
+// the guard reads no further until it is answered (or argumentWait passes),
+// so the next big line does not wait in memory behind it.
+func (c *guardConn) track(id jsonrpc.ID, v *gate.Admission, nonce string, size int) {
+	call := inflightCall{v: v, nonce: nonce, answered: make(chan struct{})}
+	c.mu.Lock()
+	c.inflight[id] = call
 	c.mu.Unlock()
-	return req, nil
+	if !v.Refused() && size > c.adm.gate.ArgumentBudget()/2 {
+		c.waitFor = call.answered
+	}
+}
+
+// argumentWait is how long the guard waits, unread, for a big call's answer
+// before it reads on (the gate's own wait for budget is as long).
+const argumentWait = 5 * time.Second
+
+// awaitBigCall holds the reading while the big call just handed over runs.
+func (c *guardConn) awaitBigCall() {
+	if c.waitFor == nil {
+		return
+	}
+	t := time.NewTimer(argumentWait)
+	defer t.Stop()
+	select {
+	case <-c.waitFor:
+	case <-t.C:
+	case <-c.closed:
+	}
+	c.waitFor = nil
 }
 
 // Read implements mcp.Connection.
@@ -296,10 +382,22 @@ func (c *guardConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // release gives back the budget of the call answered with id.
 func (c *guardConn) release(id jsonrpc.ID) {
 	c.mu.Lock()
-	v := c.inflight[id]
+	call, ok := c.inflight[id]
 	delete(c.inflight, id)
 	c.mu.Unlock()
-	v.Release()
+	if ok {
+		c.forget(call)
+	}
+}
+
+// forget ends a call in flight: its bytes back to the budget, its held
+// arguments dropped if the SDK answered without running it.
+func (c *guardConn) forget(call inflightCall) {
+	call.v.Release()
+	close(call.answered)
+	if call.nonce != "" {
+		c.adm.drop(call.nonce)
+	}
 }
 
 // Close implements mcp.Connection.
@@ -310,9 +408,9 @@ func (c *guardConn) Close() error {
 			c.cancel()
 		}
 		c.mu.Lock()
-		for id, v := range c.inflight {
+		for id, call := range c.inflight {
 			delete(c.inflight, id)
-			v.Release()
+			c.forget(call)
 		}
 		c.mu.Unlock()
 	})
