@@ -31,7 +31,7 @@ type ServeOptions struct {
 
 // serveMemoryLimit is the soft memory limit of `mcp serve` unless GOMEMLIMIT
 // is set (issue 13: peak RSS under 100 MB whatever one client sends).
-const serveMemoryLimit = 64 << 20
+const serveMemoryLimit = 40 << 20
 
 func newMCPCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "The MCP server"}
