@@ -230,10 +230,20 @@ func (c *guardConn) readLoop(in io.Reader) {
 	}
 }
 
-// frameLimit is the largest line kept whole: once the scan has read the
-// tool name of a tools/call, that tool's argument limit plus the envelope.
+// frameLimit is the largest line kept whole. With admission, once the scan
+// has read the method: for a tools/call whose tool name it has read, that
+// tool's argument limit plus the envelope; for any other method, the
+// default argument limit plus the envelope (only tool calls carry big
+// bodies, and the SDK decodes other params itself, at several times their
+// size). Until then, and for responses, the largest frame.
 func (c *guardConn) frameLimit(sc *lineScan) int {
-	if c.adm != nil && sc.nameOK {
+	if c.adm == nil {
+		return MaxFrameBytes()
+	}
+	switch {
+	case sc.methodOK && string(sc.method) != "tools/call":
+		return catalog.MaxArgumentBytes + frameEnvelopeBytes
+	case sc.nameOK:
 		return gate.ArgumentLimit(sc.name) + frameEnvelopeBytes
 	}
 	return MaxFrameBytes()
