@@ -114,7 +114,10 @@ func TestHardening_DeepNestingLineGetsErrorAndSessionGoesOn(t *testing.T) {
 }
 
 // A line over the frame limit (the largest tool argument limit plus the
-// envelope) is refused before it is held whole; the session goes on.
+// envelope) is refused before it is held whole; the session goes on. A
+// tools/call whose arguments pass its tool's limit is refused as early (the
+// guard drops the line past the limit), but answered with the gate's
+// envelope, so that the refusal is audited.
 func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 	r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
 	r.initialize(t)
@@ -122,16 +125,26 @@ func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 	if limit >= 16<<20 {
 		t.Fatalf("frame limit %d is not derived from the tools' argument limits", limit)
 	}
-	head := `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_1","image_base64":"`
+	head := `{"jsonrpc":"2.0","id":20,"method":"ping","params":{"_meta":{"x":"`
 	tail := `"}}}`
-	pad := limit + 1 - len(head) - len(tail)
-	r.send(t, head+strings.Repeat("A", pad)+tail)
+	r.send(t, head+strings.Repeat("A", limit+1-len(head)-len(tail))+tail)
 	m := r.awaitID(t, 20)
 	wantRPCError(t, m, -32600)
-	if msg := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "larger than "+strconv.Itoa(limit)) {
+	if msg := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "larger than ") {
 		t.Errorf("message %q does not say why", msg)
 	}
 	r.listSalesSucceeds(t, 21)
+
+	head = `{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_1","image_base64":"`
+	r.send(t, head+strings.Repeat("A", limit+1-len(head)-len(tail))+tail)
+	m = r.awaitID(t, 22)
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	errs, _ := sc["errors"].([]any)
+	if len(errs) != 1 || errs[0].(map[string]any)["code"] != "invalid_input" || errs[0].(map[string]any)["field"] != "arguments" {
+		t.Fatalf("want the invalid_input envelope on arguments, got %v", m)
+	}
+	r.listSalesSucceeds(t, 23)
 	r.alive(t)
 }
 
@@ -176,7 +189,8 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 		return b.String()
 	}
 	// The same size as a ping's params: what the transport and the SDK cost
-	// on their own (the SDK decodes ping params; no tool, no gate).
+	// on their own (no tool, no gate). The guard now refuses any method but
+	// tools/call past the default argument limit plus the envelope.
 	ping := func() string {
 		head := `{"jsonrpc":"2.0","id":30,"method":"ping","params":{"_meta":{"pad":"`
 		tail := `"}}}`

@@ -31,7 +31,7 @@ type ServeOptions struct {
 
 // serveMemoryLimit is the soft memory limit of `mcp serve` unless GOMEMLIMIT
 // is set (issue 13: peak RSS under 100 MB whatever one client sends).
-const serveMemoryLimit = 64 << 20
+const serveMemoryLimit = 40 << 20
 
 func newMCPCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "The MCP server"}
@@ -106,13 +106,17 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	}
 	g := gate.New(gate.Options{Backend: backend, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger,
 		TracerProvider: tel.Tracer, MeterProvider: tel.Meter})
-	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger,
-		OutputSchemas: f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1"})
-	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
+	// Over real stdio, the guard admits every tools/call on its raw line
+	// (size limit, in-flight budget) before the SDK decodes it.
+	var adm *mcpserver.Admitter
 	transport := opts.Transport
 	if transport == nil {
-		transport = mcpserver.StdioTransport(f.IO.In, f.IO.Out)
+		adm = mcpserver.NewAdmitter(g)
+		transport = adm.StdioTransport(f.IO.In, f.IO.Out)
 	}
+	s := mcpserver.New(mcpserver.Options{Gate: g, Credential: cfg.ClientToken(), Transport: "stdio", Logger: logger,
+		OutputSchemas: f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1", Admitter: adm})
+	logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason)
 	err = s.Run(ctx, transport)
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled):

@@ -110,6 +110,10 @@ type Call struct {
 	// Progress reports progress of a long call when the caller sent an MCP
 	// progressToken; nil otherwise.
 	Progress func(done, total int, message string)
+	// Admission is the verdict of a transport that applied Admit to the raw
+	// arguments before decoding the call (Admitted, or a refusal); nil means
+	// the gate applies it itself.
+	Admission *Admission
 }
 
 // VisibleTools returns the tools the credential's principal may see, in
@@ -184,18 +188,26 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	// The size limit applies to the raw bytes, before anything parses them:
 	// an oversize call costs one hash pass, not a parse of millions of keys.
 	// Within the limit, the call takes its bytes from the gate-wide budget
-	// for as long as it runs, so concurrent big calls cannot add up.
+	// for as long as it runs, so concurrent big calls cannot add up. A
+	// transport that admitted the call itself (Admit, before decoding it)
+	// passes its verdict and holds the bytes until it has answered.
 	var pre *failure
 	args := map[string]json.RawMessage{}
-	if limit := argumentLimit(c.Tool); len(c.Arguments) > limit {
-		pre = &failure{code: CodeInvalidInput, field: "arguments", message: fmt.Sprintf("Invalid arguments: larger than %d bytes.", limit)}
-		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
-	} else if release, ok := g.argMem.acquire(reqCtx, len(c.Arguments), argumentWait); !ok {
-		pre = &failure{code: CodeServiceUnavailable, auditCode: "argument_budget_exhausted",
-			message: "The server is busy with other large requests: retry shortly."}
-		ev.Payload = domain.EventPayload{InputHash: rawHash(c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+	adm := c.Admission
+	if adm == nil {
+		adm = g.Admit(reqCtx, c.Tool, len(c.Arguments), "")
+		defer adm.Release()
+	} else if limit := ArgumentLimit(c.Tool); !adm.Refused() && len(c.Arguments) > limit {
+		adm = &Admission{refusal: oversize(limit)} // the transport measured other bytes
+	}
+	if adm.Refused() {
+		pre = adm.refusal
+		hash := adm.hash
+		if hash == "" {
+			hash = rawHash(c.Arguments)
+		}
+		ev.Payload = domain.EventPayload{InputHash: hash, RedactedSummary: audit.RedactedSummary(args)}
 	} else {
-		defer release()
 		args = parseArgs(c.Arguments)
 		if rid, ok := requestID(args); ok {
 			env.RequestID = &rid
@@ -687,15 +699,6 @@ func limitClass(t catalog.Tier) string {
 	default:
 		return domain.LimitReads
 	}
-}
-
-// argumentLimit is the size limit of a tool's whole arguments object; an
-// unknown tool gets the default.
-func argumentLimit(tool string) int {
-	if t, ok := catalog.Lookup(tool); ok && t.MaxArgumentBytes > 0 {
-		return t.MaxArgumentBytes
-	}
-	return catalog.MaxArgumentBytes
 }
 
 // rawHash is the audit input hash of arguments that were never parsed:

@@ -80,7 +80,6 @@ var (
 // URL — or "" when it is not one.
 func ReferenceReason(s string) string {
 	t := strings.TrimSpace(s)
-	lower := strings.ToLower(t)
 	send := " Send the image's bytes, base64-encoded, in image_base64."
 	if m := urlScheme.FindStringSubmatch(t); m != nil && !windowsPath.MatchString(t) {
 		scheme := strings.ToLower(m[1])
@@ -90,6 +89,7 @@ func ReferenceReason(s string) string {
 		case "file":
 			return "a file: URL names a file on your machine, which the server cannot and never will read." + send
 		case "http", "https":
+			lower := strings.ToLower(t)
 			for _, mk := range expiringMarkers {
 				if strings.Contains(lower, mk) {
 					return "an expiring or private share link (Google Drive or Photos, OneDrive, Dropbox, iCloud or a signed storage URL) stops working and cannot become durable media; the server never fetches URLs." + send
@@ -107,7 +107,7 @@ func ReferenceReason(s string) string {
 	case strings.HasPrefix(t, "~"), strings.HasPrefix(t, "./"), strings.HasPrefix(t, "../"),
 		strings.HasPrefix(t, `\\`), strings.HasPrefix(t, `.\`), windowsPath.MatchString(t),
 		strings.HasPrefix(t, "/") && (!base64Chars(t) || hasUnixRoot(t)),
-		strings.ContainsAny(t, `/\`) && looksLikeFileName(lower):
+		strings.ContainsAny(t, `/\`) && looksLikeFileName(strings.ToLower(t[max(0, len(t)-8):])):
 		return "a local file path is readable only on your machine; the server never reads client paths." + send
 	}
 	return ""

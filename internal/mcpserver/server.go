@@ -38,6 +38,10 @@ type Options struct {
 	// structuredContent is sent either way and the schemas are versioned in
 	// the catalog. Clients that validate results can turn it on.
 	OutputSchemas bool
+	// Admitter, when set, admitted every tools/call at the stdio guard
+	// (serve the server on Admitter.StdioTransport only): the gate takes its
+	// verdict instead of applying the admission rule again.
+	Admitter *Admitter
 }
 
 // New builds the MCP server over a gate.
@@ -67,7 +71,11 @@ func New(o Options) *mcp.Server {
 }
 
 func gateCall(o Options, p *mcp.CallToolParamsRaw) gate.Call {
-	return gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: o.Credential, Transport: o.Transport}
+	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: o.Credential, Transport: o.Transport}
+	if o.Admitter != nil {
+		c.Arguments, c.Admission = o.Admitter.take(p.Arguments)
+	}
+	return c
 }
 
 // progressFunc sends notifications/progress for a call whose caller sent a

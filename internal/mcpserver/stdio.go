@@ -4,18 +4,24 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/gate"
 )
 
 // MaxDepth bounds how deep objects and arrays may nest in one inbound line.
@@ -54,6 +60,8 @@ const maxEchoedID = 256
 // error or -32600 invalid request) and dropped; the session goes on. Every
 // write to out is one whole message, so the guard's answers never interleave
 // with the SDK's.
+//
+// This transport does not admit calls (see Admitter.StdioTransport).
 func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 	return &stdioTransport{in: in, out: out}
 }
@@ -61,18 +69,108 @@ func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 type stdioTransport struct {
 	in  io.Reader
 	out io.Writer
+	adm *Admitter
 }
 
 // Connect implements mcp.Transport.
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	ctx, cancel := context.WithCancel(context.Background())
 	c := &guardConn{
 		out:      &lockedWriter{w: t.out},
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
+		adm:      t.adm,
+		ctx:      ctx,
+		cancel:   cancel,
+		inflight: map[jsonrpc.ID]inflightCall{},
 	}
 	go c.readLoop(t.in)
 	return c, nil
+}
+
+// Admitter applies the gate's admission rule (gate.Gate.Admit: the tool's
+// argument size limit, then the gate-wide budget of argument bytes in
+// flight) at the stdio guard, on the raw line, before the SDK decodes
+// anything: an oversize call is never decoded, and big calls queue at the
+// guard (which stops reading stdin) instead of piling up in memory. An
+// admitted call holds its bytes until its response is written.
+//
+// The SDK never sees a call's arguments either: the guard hands it the line
+// with the arguments replaced by a marker (a random nonce known only to the
+// guard) and keeps the arguments, a slice of the line, here; the server's
+// middleware swaps them back before the gate runs. The SDK decodes a
+// message's params twice, through buffering decoders, which cost several
+// times a big photo call. A refused call is handed over the same way,
+// without arguments, so the gate still writes its one plugin_event and
+// answers its §23 envelope.
+//
+// Build the server with Options.Admitter set to the same Admitter, and serve
+// it on a.StdioTransport only: the gate then trusts that every call was
+// admitted.
+type Admitter struct {
+	gate    *gate.Gate
+	mu      sync.Mutex
+	pending map[string]pendingCall // by nonce
+}
+
+type pendingCall struct {
+	args json.RawMessage
+	v    *gate.Admission
+}
+
+// NewAdmitter returns an Admitter over g.
+func NewAdmitter(g *gate.Gate) *Admitter {
+	return &Admitter{gate: g, pending: map[string]pendingCall{}}
+}
+
+// StdioTransport is the guarded stdio transport (see the package function)
+// that also admits every tools/call.
+func (a *Admitter) StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	return &stdioTransport{in: in, out: out, adm: a}
+}
+
+// markerKey is the one key of the arguments marker.
+const markerKey = "trovesnap/admission"
+
+// hold keeps a call's arguments (nil for a refusal) and verdict, and returns
+// the nonce and the marker that stands for them on the wire to the SDK.
+func (a *Admitter) hold(args json.RawMessage, v *gate.Admission) (string, []byte) {
+	var nb [16]byte
+	_, _ = rand.Read(nb[:])
+	nonce := hex.EncodeToString(nb[:])
+	a.mu.Lock()
+	a.pending[nonce] = pendingCall{args: args, v: v}
+	a.mu.Unlock()
+	return nonce, fmt.Appendf(nil, `{%q:%q}`, markerKey, nonce)
+}
+
+// drop forgets a held call the SDK answered without running it.
+func (a *Admitter) drop(nonce string) {
+	a.mu.Lock()
+	delete(a.pending, nonce)
+	a.mu.Unlock()
+}
+
+// take swaps a marker the server received back into the call's arguments
+// and verdict. Arguments that are not a held marker (a line the guard
+// admitted whole, a client's own look-alike) are the call's own, admitted.
+func (a *Admitter) take(args json.RawMessage) (json.RawMessage, *gate.Admission) {
+	if len(args) < 128 {
+		var m map[string]string
+		if json.Unmarshal(args, &m) == nil && len(m) == 1 {
+			if nonce, ok := m[markerKey]; ok {
+				a.mu.Lock()
+				p, held := a.pending[nonce]
+				delete(a.pending, nonce)
+				a.mu.Unlock()
+				if held {
+					return p.args, p.v
+				}
+			}
+		}
+	}
+	return args, gate.Admitted()
 }
 
 // guardConn is the mcp.Connection of StdioTransport. One goroutine reads
@@ -85,6 +183,21 @@ type guardConn struct {
 	readErr   error
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// Admission (nil adm: none). Admitted calls by id, released when their
+	// response is written or the connection closes.
+	adm      *Admitter
+	ctx      context.Context // ends on Close: stops a wait for budget
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	inflight map[jsonrpc.ID]inflightCall
+	waitFor  <-chan struct{} // the answer of a big call just handed over (read loop only)
+}
+
+type inflightCall struct {
+	v        *gate.Admission
+	nonce    string        // of its held arguments, "" if none
+	answered chan struct{} // closed when its response is written
 }
 
 func (c *guardConn) readLoop(in io.Reader) {
@@ -95,15 +208,15 @@ func (c *guardConn) readLoop(in io.Reader) {
 		close(c.done)
 	}()
 	r := bufio.NewReaderSize(in, 64<<10)
-	limit := MaxFrameBytes()
 	for {
-		line, sc, err := readLine(r, limit)
-		if msg, reply := judge(line, sc, limit); msg != nil {
+		line, sc, err := readLine(r, c.frameLimit)
+		if msg, reply := c.judge(line, sc); msg != nil {
 			select {
 			case c.incoming <- msg:
 			case <-c.closed:
 				return
 			}
+			c.awaitBigCall()
 		} else if reply != nil {
 			if _, werr := c.out.Write(reply); werr != nil {
 				c.readErr = werr
@@ -115,6 +228,128 @@ func (c *guardConn) readLoop(in io.Reader) {
 			return
 		}
 	}
+}
+
+// frameLimit is the largest line kept whole. With admission, once the scan
+// has read the method: for a tools/call whose tool name it has read, that
+// tool's argument limit plus the envelope; for any other method, the
+// default argument limit plus the envelope (only tool calls carry big
+// bodies, and the SDK decodes other params itself, at several times their
+// size). Until then, and for responses, the largest frame.
+func (c *guardConn) frameLimit(sc *lineScan) int {
+	if c.adm == nil {
+		return MaxFrameBytes()
+	}
+	switch {
+	case sc.methodOK && string(sc.method) != "tools/call":
+		return catalog.MaxArgumentBytes + frameEnvelopeBytes
+	case sc.nameOK:
+		return gate.ArgumentLimit(sc.name) + frameEnvelopeBytes
+	}
+	return MaxFrameBytes()
+}
+
+// judge decides one scanned line. With admission, a tools/call whose
+// arguments exceed its tool's limit is refused at once (it is never
+// decoded, whatever else the line holds), and any other tools/call takes
+// its bytes from the gate's budget first (waiting, with stdin unread, for
+// calls in flight to answer) or is refused as busy. Either way the SDK gets
+// the call with its arguments held aside (see Admitter).
+func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
+	if c.adm != nil && sc.toolCall() {
+		if id, ok := sc.jsonrpcID(); ok && sc.argsLen > gate.ArgumentLimit(sc.name) {
+			if c.busy(id) {
+				return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
+			}
+			v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
+			nonce, marker := c.adm.hold(nil, v)
+			name, _ := json.Marshal(sc.name)
+			c.track(id, v, nonce, 0)
+			return &jsonrpc.Request{ID: id, Method: "tools/call", Params: fmt.Appendf(nil, `{"name":%s,"arguments":%s}`, name, marker)}, nil
+		}
+	}
+	msg, reply := judge(line, sc, c.frameLimit(sc))
+	req, ok := msg.(*jsonrpc.Request)
+	if c.adm == nil || !ok || req.Method != "tools/call" {
+		return msg, reply
+	}
+	if !req.ID.IsValid() {
+		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a tools/call needs an id")
+	}
+	if c.busy(req.ID) {
+		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
+	}
+	if !sc.toolCall() {
+		// A line the scan could not follow (an escaped key or tool name):
+		// measured whole, under the default limit, and passed as it is.
+		v := c.adm.gate.Admit(c.ctx, "", len(req.Params), "")
+		if v.Refused() {
+			_, marker := c.adm.hold(nil, v)
+			req.Params = fmt.Appendf(nil, `{"name":"","arguments":%s}`, marker)
+		}
+		c.track(req.ID, v, "", len(req.Params))
+		return req, nil
+	}
+	v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
+	start, end := sc.argsStart, sc.argsStart+sc.argsLen
+	var args json.RawMessage
+	if !v.Refused() {
+		args = bytes.TrimSpace(line[start:end])
+	}
+	nonce, marker := c.adm.hold(args, v)
+	small := make([]byte, 0, start+len(marker)+len(line)-end)
+	small = append(append(append(small, line[:start]...), marker...), line[end:]...)
+	m, err := decodeMessage(bytes.TrimSpace(small))
+	if err != nil { // cannot happen: the line decoded with its arguments
+		c.adm.drop(nonce)
+		v.Release()
+		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, "Invalid Request: the message could not be read")
+	}
+	c.track(req.ID, v, nonce, sc.argsLen)
+	return m, nil
+}
+
+const msgIDInUse = "Invalid Request: this id is already in use by a call in progress"
+
+// busy reports whether a call with id is in flight.
+func (c *guardConn) busy(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.inflight[id]
+	return ok
+}
+
+// track records a call in flight until its response is written. A call
+// holding more than half the budget leaves no room for another big line:
+// the guard reads no further until it is answered (or argumentWait passes),
+// so the next big line does not wait in memory behind it.
+func (c *guardConn) track(id jsonrpc.ID, v *gate.Admission, nonce string, size int) {
+	call := inflightCall{v: v, nonce: nonce, answered: make(chan struct{})}
+	c.mu.Lock()
+	c.inflight[id] = call
+	c.mu.Unlock()
+	if !v.Refused() && size > c.adm.gate.ArgumentBudget()/2 {
+		c.waitFor = call.answered
+	}
+}
+
+// argumentWait is how long the guard waits, unread, for a big call's answer
+// before it reads on (the gate's own wait for budget is as long).
+const argumentWait = 5 * time.Second
+
+// awaitBigCall holds the reading while the big call just handed over runs.
+func (c *guardConn) awaitBigCall() {
+	if c.waitFor == nil {
+		return
+	}
+	t := time.NewTimer(argumentWait)
+	defer t.Stop()
+	select {
+	case <-c.waitFor:
+	case <-t.C:
+	case <-c.closed:
+	}
+	c.waitFor = nil
 }
 
 // Read implements mcp.Connection.
@@ -148,12 +383,47 @@ func (c *guardConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	_, err = c.out.Write(append(b, '\n'))
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.release(resp.ID)
+	}
 	return err
+}
+
+// release gives back the budget of the call answered with id.
+func (c *guardConn) release(id jsonrpc.ID) {
+	c.mu.Lock()
+	call, ok := c.inflight[id]
+	delete(c.inflight, id)
+	c.mu.Unlock()
+	if ok {
+		c.forget(call)
+	}
+}
+
+// forget ends a call in flight: its bytes back to the budget, its held
+// arguments dropped if the SDK answered without running it.
+func (c *guardConn) forget(call inflightCall) {
+	call.v.Release()
+	close(call.answered)
+	if call.nonce != "" {
+		c.adm.drop(call.nonce)
+	}
 }
 
 // Close implements mcp.Connection.
 func (c *guardConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.cancel != nil {
+			c.cancel()
+		}
+		c.mu.Lock()
+		for id, call := range c.inflight {
+			delete(c.inflight, id)
+			c.forget(call)
+		}
+		c.mu.Unlock()
+	})
 	return nil
 }
 
@@ -175,17 +445,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // Bytes are kept only while the line is within limit and MaxDepth: past
 // either, the rest is read and scanned (for the id) but not kept, and the
 // returned line is nil.
-func readLine(r *bufio.Reader, limit int) ([]byte, *lineScan, error) {
+func readLine(r *bufio.Reader, limit func(*lineScan) int) ([]byte, *lineScan, error) {
 	// A long line arrives in bufio-sized chunks; they are copied once more
 	// into one slice of the exact size at the end (2L at the peak, L after).
 	var chunks [][]byte
 	sc := &lineScan{}
+	dropped := false
 	for {
 		chunk, err := r.ReadSlice('\n')
 		body := bytes.TrimSuffix(chunk, []byte("\n"))
 		sc.feed(body)
-		if sc.size > limit || sc.tooDeep {
-			chunks = nil
+		if dropped || sc.size > limit(sc) || sc.tooDeep {
+			chunks, dropped = nil, true
 		} else if len(body) > 0 {
 			chunks = append(chunks, bytes.Clone(body))
 		}
@@ -207,7 +478,9 @@ func readLine(r *bufio.Reader, limit int) ([]byte, *lineScan, error) {
 
 // lineScan is the one pass over a raw line: its size, its nesting depth
 // outside strings (escapes honoured), and, cheaply, the top-level "id" of a
-// request so that a refusal can answer it.
+// request so that a refusal can answer it, its "method", and in its
+// "params" the tool "name" and the extent (and sha256) of "arguments", so
+// that a tools/call can be admitted before anything decodes it.
 type lineScan struct {
 	size     int
 	depth    int
@@ -215,7 +488,7 @@ type lineScan struct {
 	inString bool
 	escaped  bool
 
-	// top level of an object: keys, the "method" key, the "id" value
+	// keys of the top level (depth 1) and of the params object (depth 2)
 	expectKey bool
 	inKey     bool
 	key       []byte
@@ -226,16 +499,71 @@ type lineScan struct {
 	idSeen    bool
 	idBad     bool
 	id        []byte
+
+	inParams   bool
+	expectKey2 bool
+	lastKey2   string
+
+	// a short string value being captured: the method or the tool name
+	capWant  *[]byte
+	capOK    *bool
+	capIn    bool
+	method   []byte
+	methodOK bool
+	name     string
+	nameBuf  []byte
+	nameOK   bool
+
+	// the arguments value: where it starts, its length once it ends
+	argsPending bool
+	argsIn      bool
+	argsScalar  bool
+	argsStart   int
+	argsLen     int
+	argsDone    bool
+	argsSum     hashWriter
 }
 
+// hashWriter is the running sha256 of the arguments bytes.
+type hashWriter struct{ h hash.Hash }
+
+func (w *hashWriter) write(p []byte) {
+	if w.h == nil {
+		w.h = sha256.New()
+	}
+	_, _ = w.h.Write(p)
+}
+
+// maxCapture bounds a captured method or tool name.
+const maxCapture = 64
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
+
 func (s *lineScan) feed(p []byte) {
+	base := s.size
 	s.size += len(p)
-	for _, b := range p {
+	seg := 0 // start in p of the arguments bytes not yet hashed
+	for i, b := range p {
 		if s.capturing {
 			if len(s.id) < maxEchoedID+1 {
 				s.id = append(s.id, b)
 			} else {
 				s.idBad = true
+			}
+		}
+		if !s.inString && !isSpace(b) {
+			if s.argsPending {
+				s.argsPending, s.argsIn, s.argsDone = false, true, false
+				s.argsScalar = b != '{' && b != '[' && b != '"'
+				s.argsStart, seg = base+i, i
+				s.argsSum = hashWriter{}
+			}
+			if s.capWant != nil && !s.capIn {
+				if b == '"' {
+					s.capIn, *s.capWant = true, (*s.capWant)[:0]
+				} else {
+					*s.capOK, s.capWant = false, nil
+				}
 			}
 		}
 		if s.inString {
@@ -244,22 +572,46 @@ func (s *lineScan) feed(p []byte) {
 				s.escaped = false
 			case b == '\\':
 				s.escaped = true
+				if s.capIn {
+					*s.capOK, s.capWant, s.capIn = false, nil, false // names are plain
+				}
 			case b == '"':
 				s.inString = false
 				if s.inKey {
 					s.inKey = false
-					s.lastKey = ""
+					k := ""
 					if !s.keyLong {
-						s.lastKey = string(s.key)
+						k = string(s.key)
 					}
+					if s.depth == 1 {
+						s.lastKey = k
+					} else {
+						s.lastKey2 = k
+					}
+				}
+				if s.capIn {
+					if s.capWant == &s.nameBuf {
+						s.name = string(s.nameBuf)
+					}
+					*s.capOK, s.capWant, s.capIn = true, nil, false
+				}
+				if s.argsIn && !s.argsScalar && s.depth == 2 {
+					s.endArgs(base+i+1, p[seg:i+1])
 				}
 				continue
 			}
 			if s.inKey {
-				if len(s.key) < 8 {
+				if len(s.key) < 16 {
 					s.key = append(s.key, b)
 				} else {
 					s.keyLong = true
+				}
+			}
+			if s.capIn {
+				if len(*s.capWant) < maxCapture {
+					*s.capWant = append(*s.capWant, b)
+				} else {
+					*s.capOK, s.capWant, s.capIn = false, nil, false
 				}
 			}
 			continue
@@ -267,7 +619,7 @@ func (s *lineScan) feed(p []byte) {
 		switch b {
 		case '"':
 			s.inString = true
-			if s.depth == 1 && s.expectKey {
+			if (s.depth == 1 && s.expectKey) || (s.depth == 2 && s.inParams && s.expectKey2) {
 				s.inKey, s.key, s.keyLong = true, s.key[:0], false
 			}
 		case '{', '[':
@@ -278,6 +630,9 @@ func (s *lineScan) feed(p []byte) {
 			if s.depth == 1 {
 				s.expectKey = b == '{'
 			}
+			if s.depth == 2 && b == '{' && !s.expectKey && s.lastKey == "params" {
+				s.inParams, s.expectKey2 = true, true
+			}
 			if s.capturing {
 				s.idBad = true // an id is a string or a number
 			}
@@ -285,19 +640,39 @@ func (s *lineScan) feed(p []byte) {
 			if s.depth == 1 {
 				s.endID()
 			}
+			if s.depth == 2 && s.argsIn && s.argsScalar {
+				s.endArgs(base+i, p[seg:i])
+			}
 			if s.depth > 0 {
 				s.depth--
 			}
+			if s.depth == 2 && s.argsIn && !s.argsScalar {
+				s.endArgs(base+i+1, p[seg:i+1])
+			}
+			if s.depth == 1 {
+				s.inParams = false
+			}
 		case ':':
-			if s.depth == 1 && s.expectKey {
+			switch {
+			case s.depth == 1 && s.expectKey:
 				s.expectKey = false
 				switch s.lastKey {
 				case "method":
 					s.sawMethod = true
+					s.capWant, s.capOK, s.capIn = &s.method, &s.methodOK, false
 				case "id":
 					if !s.idSeen {
 						s.idSeen, s.capturing, s.id = true, true, s.id[:0]
 					}
+				}
+			case s.depth == 2 && s.inParams && s.expectKey2:
+				s.expectKey2 = false
+				switch s.lastKey2 {
+				case "name":
+					s.name = ""
+					s.capWant, s.capOK, s.capIn = &s.nameBuf, &s.nameOK, false
+				case "arguments":
+					s.argsPending = true
 				}
 			}
 		case ',':
@@ -305,8 +680,52 @@ func (s *lineScan) feed(p []byte) {
 				s.endID()
 				s.expectKey = true
 			}
+			if s.depth == 2 && s.inParams {
+				if s.argsIn && s.argsScalar {
+					s.endArgs(base+i, p[seg:i])
+				}
+				s.expectKey2 = true
+			}
 		}
 	}
+	if s.argsIn {
+		s.argsSum.write(p[seg:])
+	}
+}
+
+// endArgs ends the arguments value at offset end, hashing its last bytes.
+func (s *lineScan) endArgs(end int, last []byte) {
+	s.argsSum.write(last)
+	s.argsIn, s.argsDone = false, true
+	s.argsLen = end - s.argsStart
+}
+
+// toolCall reports whether the scan read a whole tools/call: its method, its
+// plain tool name and the extent of its arguments.
+func (s *lineScan) toolCall() bool {
+	return s.methodOK && string(s.method) == "tools/call" && s.nameOK && s.name != "" && s.argsDone && !s.argsIn
+}
+
+// argsHash is the audit hash of the arguments bytes as received.
+func (s *lineScan) argsHash() string {
+	if s.argsSum.h == nil {
+		s.argsSum.write(nil)
+	}
+	return "sha256:" + hex.EncodeToString(s.argsSum.h.Sum(nil))
+}
+
+// jsonrpcID is the request id the scan read, as the SDK would decode it.
+func (s *lineScan) jsonrpcID() (jsonrpc.ID, bool) {
+	raw := s.replyID()
+	if raw == nil {
+		return jsonrpc.ID{}, false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil && id.IsValid()
 }
 
 // endID ends the capture of the id value at its terminator (already copied).

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
 )
 
@@ -27,8 +29,18 @@ type stdioServer struct {
 
 func startStdio(tb testing.TB) *stdioServer {
 	tb.Helper()
-	e := newEnv(tb)
-	s := mcpserver.New(mcpserver.Options{Gate: e.gate, Transport: "stdio"})
+	return startStdioOn(tb, newEnv(tb), false)
+}
+
+// startStdioOn serves e's gate over stdio pipes; with admit, as `mcp serve`
+// does: the guard admits every tools/call (mcpserver.Admitter).
+func startStdioOn(tb testing.TB, e *env, admit bool) *stdioServer {
+	tb.Helper()
+	var adm *mcpserver.Admitter
+	if admit {
+		adm = mcpserver.NewAdmitter(e.gate)
+	}
+	s := mcpserver.New(mcpserver.Options{Gate: e.gate, Transport: "stdio", Admitter: adm})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	srv := &stdioServer{in: make(chan string, 1<<12), lines: make(chan string, 1<<14), ended: make(chan error, 1)}
@@ -41,7 +53,11 @@ func startStdio(tb testing.TB) *stdioServer {
 		_ = inW.Close()
 	}()
 	go func() {
-		srv.ended <- s.Run(context.Background(), mcpserver.StdioTransport(inR, outW))
+		var tr mcp.Transport = mcpserver.StdioTransport(inR, outW)
+		if adm != nil {
+			tr = adm.StdioTransport(inR, outW)
+		}
+		srv.ended <- s.Run(context.Background(), tr)
 		_ = outW.Close()
 	}()
 	go func() {

@@ -126,7 +126,7 @@ func TestHardening_RefusalAnswersTheRequestIDWhenItCanBeRead(t *testing.T) {
 		{deep, `null`},
 		{`{"jsonrpc":"2.0","id":12,"method":"x","params":{`, `12`}, // cut off: a parse error, still answerable
 	} {
-		line, sc, _ := readLine(bufio.NewReaderSize(strings.NewReader(c.line), 16), 1<<20)
+		line, sc, _ := readLine(bufio.NewReaderSize(strings.NewReader(c.line), 16), fixedLimit(1<<20))
 		_, reply := judge(line, sc, 1<<20)
 		var m struct {
 			ID    json.RawMessage
@@ -152,14 +152,14 @@ func TestHardening_ReadLineDropsAnOversizeLineAndReadsTheNext(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":"` + strings.Repeat("x", 1000) + `"}}`
 	next := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
 	r := bufio.NewReaderSize(strings.NewReader(big+"\n"+next+"\r\n"), 16)
-	line, sc, err := readLine(r, limit)
+	line, sc, err := readLine(r, fixedLimit(limit))
 	if err != nil || line != nil || sc.size != len(big) {
 		t.Fatalf("oversize line: kept %d bytes, size %d, err %v", len(line), sc.size, err)
 	}
 	if _, reply := judge(line, sc, limit); !bytes.Contains(reply, []byte(`"id":4`)) || !bytes.Contains(reply, []byte("larger than 100 bytes")) {
 		t.Fatalf("oversize reply: %s", reply)
 	}
-	line, sc, err = readLine(r, limit)
+	line, sc, err = readLine(r, fixedLimit(limit))
 	if err != nil || string(line) != next {
 		t.Fatalf("next line: %q, %v", line, err)
 	}
@@ -214,7 +214,7 @@ func FuzzJSONRPCFrame(f *testing.F) {
 		}
 		r := bufio.NewReaderSize(bytes.NewReader(data), 16)
 		for {
-			line, sc, err := readLine(r, limit)
+			line, sc, err := readLine(r, fixedLimit(limit))
 			msg, reply := judge(line, sc, limit)
 			switch {
 			case msg != nil && reply != nil:
@@ -343,3 +343,6 @@ func FuzzStdioGuard(f *testing.F) {
 		}
 	})
 }
+
+// fixedLimit is a frame limit that does not depend on the line.
+func fixedLimit(n int) func(*lineScan) int { return func(*lineScan) int { return n } }

@@ -1,0 +1,76 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/triunalabs/trovesnap/internal/catalog"
+)
+
+// Admission is the gate's one rule on a call's raw arguments, applied before
+// anything parses them: the tool's size limit, then the gate-wide budget of
+// argument bytes in flight. The gate applies it itself in Invoke; a
+// transport that reads raw bytes (the stdio guard) applies it earlier, with
+// Admit, before it even decodes the message, and hands the verdict to the
+// gate in Call.Admission so that the rule runs once and the budget is taken
+// once.
+type Admission struct {
+	refusal *failure
+	hash    string // input hash of refused raw arguments ("" = hash them in Invoke)
+	release func()
+}
+
+// admitted is the verdict of a call whose transport admitted it and holds
+// its bytes until its response is written.
+var admitted = &Admission{}
+
+// Admitted is the Call.Admission of a call the transport admitted with Admit
+// and whose budget it releases itself (when the call's response is written).
+func Admitted() *Admission { return admitted }
+
+// Refused reports whether the arguments were refused.
+func (a *Admission) Refused() bool { return a != nil && a.refusal != nil }
+
+// Release gives the admitted call's bytes back to the budget (once; a no-op
+// on a refusal).
+func (a *Admission) Release() {
+	if a != nil && a.release != nil {
+		a.release()
+	}
+}
+
+// ArgumentLimit is the size limit of a tool's whole arguments object; an
+// unknown tool gets the default.
+func ArgumentLimit(tool string) int {
+	if t, ok := catalog.Lookup(tool); ok && t.MaxArgumentBytes > 0 {
+		return t.MaxArgumentBytes
+	}
+	return catalog.MaxArgumentBytes
+}
+
+// Admit decides the raw arguments of one call of tool, size bytes long:
+// over the tool's limit they are refused at once (invalid_input, field
+// arguments); within it they take size bytes from the budget, waiting at
+// most argumentWait (or until ctx ends) for other calls to release theirs,
+// else they are refused as service_unavailable (retryable). inputHash is the
+// audit hash of the raw bytes ("sha256:…") when the caller has it, else "".
+// A refused call must still be invoked (with the Admission in its Call) so
+// that its one plugin_event is written and the client gets its envelope.
+func (g *Gate) Admit(ctx context.Context, tool string, size int, inputHash string) *Admission {
+	if limit := ArgumentLimit(tool); size > limit {
+		return &Admission{hash: inputHash, refusal: oversize(limit)}
+	}
+	release, ok := g.argMem.acquire(ctx, size, argumentWait)
+	if !ok {
+		return &Admission{hash: inputHash, refusal: &failure{code: CodeServiceUnavailable, auditCode: "argument_budget_exhausted",
+			message: "The server is busy with other large requests: retry shortly."}}
+	}
+	return &Admission{release: release}
+}
+
+func oversize(limit int) *failure {
+	return &failure{code: CodeInvalidInput, field: "arguments", message: fmt.Sprintf("Invalid arguments: larger than %d bytes.", limit)}
+}
+
+// ArgumentBudget is the gate-wide budget of argument bytes in flight.
+func (g *Gate) ArgumentBudget() int { return g.argMem.total }

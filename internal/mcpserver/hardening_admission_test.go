@@ -1,0 +1,116 @@
+package mcpserver_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// toolResult reads the envelope out of a tools/call answer on the wire.
+func toolResult(t *testing.T, m map[string]json.RawMessage) envelope {
+	t.Helper()
+	var res struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(m["result"], &res); err != nil || res.StructuredContent == nil {
+		t.Fatalf("want a tool result, got %s", mustJSON(m))
+	}
+	var e envelope
+	if err := json.Unmarshal(res.StructuredContent, &e); err != nil {
+		t.Fatal(err)
+	}
+	e.raw, e.isError = string(res.StructuredContent), res.IsError
+	return e
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// A tools/call whose arguments exceed its tool's limit is refused by the
+// stdio guard on the raw line (the line is dropped once it passes the
+// tool's limit, never decoded), yet the gate answers the §23 envelope and
+// writes the call's one plugin_event, whose input hash is the sha256 of the
+// arguments bytes as sent; nothing else changes and the session goes on.
+func TestHardening_GuardRefusesOversizeArgumentsWithOneAuditedEnvelope(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+	var b strings.Builder
+	b.WriteString(`{"k0":0`)
+	for i := 1; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, `,"k%d":%d`, i, i%10)
+	}
+	b.WriteString(`}`)
+	args := b.String()
+	before, eventsBefore := e.digest(), len(e.allEvents())
+
+	srv.send(t, `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"trove_list_sales","arguments":`+args+`,"_meta":{"progressToken":"p1"}}}`)
+	env := toolResult(t, srv.await(t, `"big"`))
+	wantCode(t, env, "failed", "invalid_input")
+	if env.Errors[0].Field != "arguments" || !strings.Contains(env.Errors[0].Message, "larger than 262144 bytes") {
+		t.Fatalf("want the arguments size refusal, got %+v", env.Errors[0])
+	}
+	evs := e.events(env.ServerRequestID)
+	if len(evs) != 1 {
+		t.Fatalf("want one plugin_event, got %d", len(evs))
+	}
+	sum := sha256.Sum256([]byte(args))
+	if got, want := evs[0].Payload.InputHash, "sha256:"+hex.EncodeToString(sum[:]); got != want || evs[0].Outcome != domain.OutcomeFailed {
+		t.Fatalf("event: outcome %s, input hash %s, want failed and %s", evs[0].Outcome, got, want)
+	}
+	if n := len(e.allEvents()); n != eventsBefore+1 {
+		t.Fatalf("events %d → %d, want one more", eventsBefore, n)
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
+
+	srv.send(t, `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`)
+	if after := toolResult(t, srv.await(t, `"after"`)); after.Status != "succeeded" {
+		t.Fatalf("the next call: %s", after.raw)
+	}
+}
+
+// Under admission the SDK receives a marker in place of the arguments; a
+// client sending a look-alike marker gets no verdict from it: its
+// arguments are its own (an unknown field here), and a real photo sent over
+// the same guard is attached whole.
+func TestHardening_GuardArgumentsReachTheGateWholeAndMarkersCannotBeForged(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+
+	forged := `{"trovesnap/admission":"00000000000000000000000000000000"}`
+	srv.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trove_list_sales","arguments":`+forged+`}}`)
+	env := toolResult(t, srv.await(t, `1`))
+	wantCode(t, env, "failed", "invalid_input")
+	if !strings.Contains(env.Errors[0].Message, "unknown field") {
+		t.Fatalf("a forged marker: %+v", env.Errors[0])
+	}
+
+	before := e.counts()
+	jpg := ingJPEG(t, 64, 48)
+	photo := b64(jpg)
+	srv.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":%q,"idempotency_key":"guard-photo-0001","image_base64":%q}}}`,
+		fixtures.DemoCandidateID, photo))
+	env = toolResult(t, srv.await(t, `2`))
+	var got struct {
+		ByteSize int    `json:"byte_size"`
+		Hash     string `json:"content_hash"`
+	}
+	if !strings.HasPrefix(env.Status, "succeeded") || json.Unmarshal(env.Data, &got) != nil || got.ByteSize != len(jpg) || got.Hash != domain.OriginalHash(jpg) {
+		t.Fatalf("photo over the admitted guard: %s", env.raw)
+	}
+	after := e.counts()
+	grew := false
+	for table, n := range after {
+		if strings.Contains(table, "media") && n > before[table] {
+			grew = true
+		}
+	}
+	if !grew {
+		t.Fatalf("no media row was added: %v → %v", before, after)
+	}
+}
