@@ -12,6 +12,7 @@ import (
 	_ "image/png"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -210,9 +211,19 @@ var decodeMu sync.Mutex
 // standard decoders have no bounded or streaming form, so the bound is
 // photoDecodeCost, checked before. They return errors for bad input;
 // recover is a last line so that no upload can crash a server.
-func fullDecode(data []byte) (err error) {
+func fullDecode(data []byte) error {
 	decodeMu.Lock()
 	defer decodeMu.Unlock()
+	err := decodeOnce(data)
+	// The decoded image is garbage now. Collect it before the next decode
+	// starts, so that decode reuses its memory instead of growing the heap
+	// while the garbage collector lags (three pipelined decodes at the
+	// budget otherwise peaked at ~101 MiB RSS, serialised or not).
+	runtime.GC()
+	return err
+}
+
+func decodeOnce(data []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("decoder panic: %v", r)
