@@ -41,6 +41,17 @@ const (
 	MaxPhotoPixels = 40_000_000
 	// MaxPhotoSide bounds either dimension.
 	MaxPhotoSide = 20_000
+	// MaxPhotoDecodeBytes bounds the memory one full decode may allocate,
+	// estimated from the header BEFORE decoding (ingest.photoDecodeCost:
+	// width × height × bytes per pixel of the decoded form, plus the
+	// decoder's own working buffers). The pixel caps above ignore bytes per
+	// pixel: a 300 KB PNG of 6300×6300 16-bit RGBA is under 40 MP yet
+	// decodes to 318 MB. 32 MiB holds a 12 MP phone JPEG (4:2:0 chroma, ~18
+	// MB decoded) with room to spare, and with one decode at a time it keeps
+	// the server's peak RSS well under its 100 MB promise (issue 13). It
+	// makes the 40 MP cap moot (no decoded form is under 1 byte a pixel);
+	// the pixel caps stay as a first, cheaper refusal.
+	MaxPhotoDecodeBytes = 32 << 20
 	// MaxPhotosPerCandidate bounds the media of one candidate.
 	MaxPhotosPerCandidate = 12
 	// MaxTenantMediaBytes is a tenant's quota of stored source assets.
