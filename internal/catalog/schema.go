@@ -22,9 +22,16 @@ import (
 
 // Limits on tool input, documented in the README.
 const (
-	MaxArgumentBytes   = 256 << 10 // whole arguments object
-	MaxShortText       = 200       // titles, names, filters
-	MaxLongText        = 4000      // descriptions, notes
+	MaxArgumentBytes = 256 << 10 // whole arguments object
+	// MaxArgumentValues bounds the JSON values (objects, arrays, members,
+	// elements) of one arguments object, counted on the raw bytes before
+	// anything decodes them: a generic decode costs ~50 bytes a value, so
+	// an 11 MB array of 5.5 million zeros cost ~300 MB and 24 s (found by
+	// the attack review). The largest honest input, a 500-row manual
+	// import, has about 7,000.
+	MaxArgumentValues  = 50_000
+	MaxShortText       = 200  // titles, names, filters
+	MaxLongText        = 4000 // descriptions, notes
 	MaxRequestIDLen    = 128
 	MaxIdempotencyKey  = 255
 	idempotencyPattern = `^[A-Za-z0-9._:\-]{8,255}$`
@@ -231,6 +238,38 @@ func atoi(s string) int {
 	return n
 }
 
+// TooManyValues reports, without decoding, whether raw holds more than
+// MaxArgumentValues JSON values: the gate refuses such a call before it
+// hashes or parses anything.
+func TooManyValues(raw []byte) bool { return countValues(raw, MaxArgumentValues) > MaxArgumentValues }
+
+// countValues counts the structural tokens of raw outside strings (each
+// '{', '[' and ',' starts at least one more value), stopping once past max.
+// It allocates nothing.
+func countValues(raw []byte, max int) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[' || c == ',':
+			if n++; n > max {
+				return n
+			}
+		}
+	}
+	return n
+}
+
 // decodeStrict validates raw against the resolved schema, then decodes it into
 // dst refusing unknown fields. Every failure is a *domain.InputError whose
 // message names the field and never echoes a long value.
@@ -243,6 +282,9 @@ func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any, limit i
 	}
 	if !utf8.Valid(raw) {
 		return domain.Invalid("arguments", "not valid UTF-8")
+	}
+	if n := countValues(raw, MaxArgumentValues); n > MaxArgumentValues {
+		return domain.Invalid("arguments", fmt.Sprintf("more than %d JSON values", MaxArgumentValues))
 	}
 	// json.Unmarshal works on raw in place; a json.Decoder would first copy
 	// it into its own growing buffer (twice here), which for a big photo

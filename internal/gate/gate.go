@@ -200,6 +200,12 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	} else if limit := ArgumentLimit(c.Tool); !adm.Refused() && len(c.Arguments) > limit {
 		adm = &Admission{refusal: oversize(limit)} // the transport measured other bytes
 	}
+	if !adm.Refused() && catalog.TooManyValues(c.Arguments) {
+		// Within the size limit but too many values to decode generically
+		// (hashing and validation would): refused on the raw bytes too.
+		adm = &Admission{refusal: &failure{code: CodeInvalidInput, field: "arguments",
+			message: fmt.Sprintf("Invalid arguments: more than %d JSON values.", catalog.MaxArgumentValues)}}
+	}
 	if adm.Refused() {
 		pre = adm.refusal
 		hash := adm.hash

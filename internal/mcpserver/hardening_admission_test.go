@@ -1,15 +1,18 @@
 package mcpserver_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/gate"
 )
 
 // toolResult reads the envelope out of a tools/call answer on the wire.
@@ -113,4 +116,58 @@ func TestHardening_GuardArgumentsReachTheGateWholeAndMarkersCannotBeForged(t *te
 	if !grew {
 		t.Fatalf("no media row was added: %v → %v", before, after)
 	}
+}
+
+// Attack review: an 11 MB _meta array beside small arguments (the line
+// under the photo tool's frame limit) was decoded by the SDK into generic
+// values, peaking at ~300 MB. Only the arguments may be big: the rest of a
+// tools/call is bounded, refused before anything decodes it, and the
+// session goes on.
+func TestHardening_GuardBoundsEverythingBesideTheArguments(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+	meta := `{"progressToken":"p1","a":[0` + strings.Repeat(",0", 100_000) + `]}`
+	before := e.digest()
+	srv.send(t, `{"jsonrpc":"2.0","id":"meta","method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_771"},"_meta":`+meta+`}}`)
+	m := srv.await(t, `"meta"`)
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(m["error"], &rpcErr); err != nil || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "besides its arguments") {
+		t.Fatalf("want -32600 for a huge _meta, got %s", m["error"])
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
+	srv.send(t, `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"trove_list_sales","arguments":{},"_meta":{"progressToken":"p2"}}}`)
+	if after := toolResult(t, srv.await(t, `"after"`)); after.Status != "succeeded" {
+		t.Fatalf("the next call: %s", after.raw)
+	}
+}
+
+// Attack review: an 11 MB array of zeros as image_base64 (under the photo
+// tool's byte limit) was decoded generically — hashed, canonicalised and
+// validated — at ~300 MB and 24 s of CPU. A call with more JSON values than
+// any honest input is refused on its raw bytes, with its one event, and
+// allocates next to nothing.
+func TestHardening_TooManyValuesRefusedBeforeAnyDecode(t *testing.T) {
+	e := newEnv(t)
+	arr := `[0` + strings.Repeat(",0", 2_000_000) + `]`
+	args := json.RawMessage(`{"candidate_id":"candidate_771","idempotency_key":"values-key-0001","image_base64":` + arr + `}`)
+	before, eventsBefore := e.digest(), len(e.allEvents())
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_attach_candidate_photo", Arguments: args, Transport: "inmemory"})
+	runtime.ReadMemStats(&ms1)
+	if len(env.Errors) != 1 || env.Errors[0].Code != "invalid_input" || env.Errors[0].Field != "arguments" ||
+		!strings.Contains(env.Errors[0].Message, "JSON values") {
+		t.Fatalf("want invalid_input on arguments (too many values), got %+v", env.Errors)
+	}
+	// A generic decode of these 2 million values allocates over 100 MB.
+	if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > 8<<20 {
+		t.Fatalf("the refused call allocated %d bytes; the refusal must not decode the arguments", alloc)
+	}
+	if n := len(e.allEvents()) - eventsBefore; n != 1 {
+		t.Fatalf("the call left %d events, want one", n)
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
 }

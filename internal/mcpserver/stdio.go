@@ -268,6 +268,14 @@ func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 			return &jsonrpc.Request{ID: id, Method: "tools/call", Params: fmt.Appendf(nil, `{"name":%s,"arguments":%s}`, name, marker)}, nil
 		}
 	}
+	if c.adm != nil && sc.toolCall() && len(bytes.TrimSpace(line))-sc.argsLen > frameEnvelopeBytes {
+		// Only the arguments may be big: the SDK decodes everything around
+		// them (_meta above all) into generic values at many times their
+		// size, so a huge _meta beside small arguments would cost hundreds
+		// of MB (found by the attack review).
+		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("Invalid Request: a tools/call may carry at most %d bytes besides its arguments", frameEnvelopeBytes))
+	}
 	msg, reply := judge(line, sc, c.frameLimit(sc))
 	req, ok := msg.(*jsonrpc.Request)
 	if c.adm == nil || !ok || req.Method != "tools/call" {
