@@ -59,9 +59,9 @@ func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l doma
 	})
 }
 
-// EffectiveLimits: per class the smaller of the client's row and the
-// tenant's (the defaults where a row is absent; domain.Narrow), with the
-// tenant's candidate quota. Zeros that mean a default come back as that
+// EffectiveLimits: the tenant's row (the defaults where it is absent),
+// narrowed per class by the client's own row where it has one
+// (domain.Narrow), with the tenant's candidate quota. Zeros that mean a default come back as that
 // default (domain.Limits.Effective).
 func (s *Store) EffectiveLimits(ctx context.Context, tenantID, clientID string) (domain.Limits, error) {
 	return s.effectiveLimits(ctx, s.r, tenantID, clientID)
@@ -75,23 +75,21 @@ func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, cli
 	if tenantID == "" {
 		return domain.DefaultLimits(), nil
 	}
-	tl, err := s.limitsRow(ctx, q, tenantID, "")
-	if err != nil {
-		return tl, err
+	tl, _, err := s.limitsRow(ctx, q, tenantID, "")
+	if err != nil || clientID == "" {
+		return tl.Effective(), err
 	}
-	if clientID == "" {
-		return tl.Effective(), nil
-	}
-	cl, err := s.limitsRow(ctx, q, tenantID, clientID)
-	if err != nil {
-		return cl, err
+	cl, found, err := s.limitsRow(ctx, q, tenantID, clientID)
+	if err != nil || !found {
+		return tl.Effective(), err // no row of its own: the tenant's
 	}
 	return domain.Narrow(tl, cl), nil
 }
 
-// limitsRow reads one mcp_limits row, DefaultLimits where there is none.
-// The quota columns are read from the tenant's row only (NULL: default).
-func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, error) {
+// limitsRow reads one mcp_limits row, DefaultLimits where there is none
+// (found false). The quota columns are read from the tenant's row only
+// (NULL: default).
+func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, bool, error) {
 	l := domain.DefaultLimits()
 	var cands, bytes sql.NullInt64
 	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
@@ -100,8 +98,11 @@ func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID 
 		WHERE tenant_id = ? AND client_id = ?`, tenantID, clientID).
 		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
 			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute, &cands, &bytes)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return l, s.dbErr("limits", err)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, false, nil
+	}
+	if err != nil {
+		return l, false, s.dbErr("limits", err)
 	}
 	if clientID == "" {
 		if cands.Valid {
@@ -111,7 +112,7 @@ func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID 
 			l.MaxCandidateBytes = bytes.Int64
 		}
 	}
-	return l, nil
+	return l, true, nil
 }
 
 // ConsumeRate counts one call of class for the principal's client in the

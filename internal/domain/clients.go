@@ -153,8 +153,9 @@ func (l Limits) Effective() Limits {
 }
 
 // Narrow returns the limits of a client whose own row is client under a
-// tenant whose row is tenant (either DefaultLimits where there is no row):
-// per class the smaller effective value. A client's limits narrow its
+// tenant whose row is tenant (DefaultLimits where the tenant has none; a
+// client without a row of its own has the tenant's): per class the smaller
+// effective value. A client's limits narrow its
 // tenant's, never widen them, so a client row written once (by lowering one
 // field) cannot pin the client above a later tenant-level lowering. The
 // candidate quota is the tenant's alone.

@@ -8,8 +8,8 @@
 --    a row holding the tenant's then values, and the seller's later
 --    tenant-level lowering no longer applied to it. Now every reader takes,
 --    per class, the smaller of the client's row and the tenant's (the §38
---    defaults where a row is absent; a rejected budget of 0 is its default,
---    120). trovesnap.effective_limits computes it; mcp_consume_rate,
+--    defaults where the tenant has no row, the tenant's where the client
+--    has none; a rejected budget of 0 is its default, 120). trovesnap.effective_limits computes it; mcp_consume_rate,
 --    seller_effective_limits, max_bulk_targets and daily_paid_budget use it.
 --    The candidate quota stays the tenant's alone.
 --
@@ -29,10 +29,10 @@ SET ROLE trovesnap_owner;
 -- ---------------------------------------------------------------------------
 
 -- effective_limits: the limits binding p_client_id in p_tenant_id (for
--- p_client_id '' or NULL: the tenant's), per class the smaller of the
--- client's row and the tenant's, defaults where a row is absent, the
--- rejected budget's 0 read as its default. The caller has entered the
--- tenant's context (the table's row security).
+-- p_client_id '' or NULL: the tenant's): the tenant's row (the defaults
+-- where it is absent), narrowed per class by the client's own row where it
+-- has one; the rejected budget's 0 read as its default. The caller has
+-- entered the tenant's context (the table's row security).
 CREATE OR REPLACE FUNCTION trovesnap.effective_limits(p_tenant_id text, p_client_id text) RETURNS trovesnap.mcp_limits
     LANGUAGE plpgsql STABLE
     AS $$
@@ -47,14 +47,24 @@ BEGIN
     END IF;
     e.tenant_id := p_tenant_id;
     e.client_id := coalesce(p_client_id, '');
-    e.read_calls_per_minute := least(coalesce(t.read_calls_per_minute, 120), coalesce(c.read_calls_per_minute, 120));
-    e.candidate_writes_per_minute := least(coalesce(t.candidate_writes_per_minute, 20), coalesce(c.candidate_writes_per_minute, 20));
-    e.proposals_per_minute := least(coalesce(t.proposals_per_minute, 20), coalesce(c.proposals_per_minute, 20));
-    e.controlled_actions_per_minute := least(coalesce(t.controlled_actions_per_minute, 10), coalesce(c.controlled_actions_per_minute, 10));
-    e.maximum_bulk_targets := least(coalesce(t.maximum_bulk_targets, 50), coalesce(c.maximum_bulk_targets, 50));
-    e.maximum_daily_paid_cost_usd := least(coalesce(t.maximum_daily_paid_cost_usd, 0), coalesce(c.maximum_daily_paid_cost_usd, 0));
-    e.rejected_calls_per_minute := least(coalesce(nullif(t.rejected_calls_per_minute, 0), 120),
-                                         coalesce(nullif(c.rejected_calls_per_minute, 0), 120));
+    -- The tenant's row, else the defaults ...
+    e.read_calls_per_minute := coalesce(t.read_calls_per_minute, 120);
+    e.candidate_writes_per_minute := coalesce(t.candidate_writes_per_minute, 20);
+    e.proposals_per_minute := coalesce(t.proposals_per_minute, 20);
+    e.controlled_actions_per_minute := coalesce(t.controlled_actions_per_minute, 10);
+    e.maximum_bulk_targets := coalesce(t.maximum_bulk_targets, 50);
+    e.maximum_daily_paid_cost_usd := coalesce(t.maximum_daily_paid_cost_usd, 0);
+    e.rejected_calls_per_minute := coalesce(nullif(t.rejected_calls_per_minute, 0), 120);
+    -- ... narrowed by the client's own row where it has one.
+    IF c.client_id IS NOT NULL THEN
+        e.read_calls_per_minute := least(e.read_calls_per_minute, c.read_calls_per_minute);
+        e.candidate_writes_per_minute := least(e.candidate_writes_per_minute, c.candidate_writes_per_minute);
+        e.proposals_per_minute := least(e.proposals_per_minute, c.proposals_per_minute);
+        e.controlled_actions_per_minute := least(e.controlled_actions_per_minute, c.controlled_actions_per_minute);
+        e.maximum_bulk_targets := least(e.maximum_bulk_targets, c.maximum_bulk_targets);
+        e.maximum_daily_paid_cost_usd := least(e.maximum_daily_paid_cost_usd, c.maximum_daily_paid_cost_usd);
+        e.rejected_calls_per_minute := least(e.rejected_calls_per_minute, coalesce(nullif(c.rejected_calls_per_minute, 0), 120));
+    END IF;
     e.maximum_open_candidates := t.maximum_open_candidates;
     e.maximum_candidate_bytes := t.maximum_candidate_bytes;
     RETURN e;
