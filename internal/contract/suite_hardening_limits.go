@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/triunalabs/trovesnap/fixtures"
@@ -60,9 +62,38 @@ func testHardeningClientLimitsNarrow(t *testing.T, in Instance) {
 	if err != nil || got.ReadsPerMinute != 1 || got.PerMinute(domain.LimitRejected) != 3 || got.MaxBulkTargets != base.MaxBulkTargets {
 		t.Fatalf("effective after a higher client row = %+v, %v", got, err)
 	}
-	// Another client of the tenant, with no row of its own, has the tenant's.
 	if tl, err := a.EffectiveLimits(ctx, tenant, ""); err != nil || tl.ReadsPerMinute != 1 || tl.MaxBulkTargets != base.MaxBulkTargets {
 		t.Fatalf("the tenant's = %+v, %v", tl, err)
+	}
+	// Proposals read the same limits: the tenant's bulk limit of 0 binds
+	// the client whose own row says 50.
+	zero := low
+	zero.MaxBulkTargets = 0
+	if err := a.SetLimits(ctx, tenant, "", zero); err != nil {
+		t.Fatal(err)
+	}
+	f := newFlow(t, in)
+	before := in.Counts(t)
+	_, _, err = f.propose(p, itemPublicationDraft(readyItem, 2))
+	var ie *domain.InputError
+	if !errors.As(err, &ie) || ie.Field != "item_ids" || !strings.Contains(ie.Reason, "maximum of 0") {
+		t.Fatalf("a proposal over the tenant's bulk limit: %v", err)
+	}
+	if d := changed(before, in.Counts(t)); len(d) > 0 {
+		t.Fatalf("a refused proposal wrote: %v", d)
+	}
+	// A client without a row of its own has the tenant's limits, also
+	// where the tenant's are above the defaults.
+	wide := zero
+	wide.ReadsPerMinute = 500
+	if err := a.SetLimits(ctx, tenant, "", wide); err != nil {
+		t.Fatal(err)
+	}
+	if pl, err := a.EffectiveLimits(ctx, tenant, PricerClientID); err != nil || pl.ReadsPerMinute != 500 {
+		t.Fatalf("a client without a row = %+v, %v; want the tenant's reads, 500", pl, err)
+	}
+	if got, err := a.EffectiveLimits(ctx, tenant, client); err != nil || got.ReadsPerMinute != 500 {
+		t.Fatalf("the client whose row says 500 = %+v, %v", got, err)
 	}
 }
 
