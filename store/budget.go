@@ -9,9 +9,9 @@ import (
 
 // costBudgets returns the daily paid budgets (§38
 // maximum_daily_paid_cost_usd) that bind paid work of clientID in
-// tenantID, each with what was spent against it today: the client's (its
-// own limits row, else the tenant's, else the $0 default) and the
-// tenant's. Spent is the estimated cost of the proposals executed since
+// tenantID, each with what was spent against it today: the client's (the
+// tenant's narrowed by the client's own row: effectiveLimits) and the
+// tenant's (its row, else the $0 default). Spent is the estimated cost of the proposals executed since
 // the start of the UTC day — by that client, and by the whole tenant.
 // Only the requesting client executes a proposal, so its requester is the
 // client that spent.

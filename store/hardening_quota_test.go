@@ -57,7 +57,12 @@ func TestHardening_TenantUsageMatchesTheRows(t *testing.T) {
 				+ length(CAST(c.room AS BLOB)) + length(CAST(c.condition AS BLOB)) + length(CAST(c.notes AS BLOB))), 0)
 				FROM inventory_candidates c WHERE c.tenant_id = t.id)
 			+ (SELECT ifnull(sum(256 + length(CAST(r.payload AS BLOB))), 0) FROM source_records r WHERE r.tenant_id = t.id)
-			+ (SELECT ifnull(sum(a.byte_size), 0) FROM source_assets a WHERE a.tenant_id = t.id),
+			+ (SELECT ifnull(sum(a.byte_size), 0) FROM source_assets a WHERE a.tenant_id = t.id)
+			+ (SELECT ifnull(sum(256 + length(CAST(d.title AS BLOB)) + length(CAST(d.description AS BLOB))
+				+ length(CAST(d.segments AS BLOB))), 0) FROM draft_revisions d WHERE d.tenant_id = t.id)
+			+ (SELECT ifnull(sum(256 + length(CAST(x.warnings AS BLOB))), 0) FROM export_drafts x WHERE x.tenant_id = t.id)
+			+ (SELECT ifnull(sum(256 + length(CAST(x.snapshot AS BLOB)) + length(CAST(x.warnings AS BLOB))), 0)
+				FROM export_draft_items x WHERE x.tenant_id = t.id),
 			ifnull((SELECT open_candidates FROM tenant_usage u WHERE u.tenant_id = t.id), 0),
 			ifnull((SELECT candidate_bytes FROM tenant_usage u WHERE u.tenant_id = t.id), 0)
 			FROM tenants t`)
@@ -88,6 +93,15 @@ func TestHardening_TenantUsageMatchesTheRows(t *testing.T) {
 		if _, _, err := s.CreateCandidate(ctx, p, w, domain.NewCandidate{SaleID: lamp().SaleID, Title: "Ünïcode lamp ✓", Notes: strings.Repeat("n", i*100)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The candidate tier's other writes: a staged export, a stored draft.
+	if _, _, err := s.StageExport(ctx, p, meta(p, "usage-export", "sha256:ux", "event_ux"),
+		domain.NewExport{Channel: domain.ChannelEbay, ItemIDs: []string{"item_a1", "item_a4"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.DraftListingCopy(ctx, p, meta(p, "usage-draft", "sha256:ud", "event_ud"),
+		domain.DraftRequest{CandidateID: "candidate_csv1", Persist: true}); err != nil {
+		t.Fatal(err)
 	}
 	check("after writes")
 	if _, err := s.w.ExecContext(ctx, "UPDATE inventory_candidates SET review_status = 'rejected' WHERE id = (SELECT min(id) FROM inventory_candidates WHERE tenant_id = ? AND review_status = 'needs_review')", p.TenantID); err != nil {

@@ -59,7 +59,10 @@ func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l doma
 	})
 }
 
-// EffectiveLimits: the client's row, else the tenant's, else the defaults.
+// EffectiveLimits: the tenant's row (the defaults where it is absent),
+// narrowed per class by the client's own row where it has one
+// (domain.Narrow), with the tenant's candidate quota. Zeros that mean a default come back as that
+// default (domain.Limits.Effective).
 func (s *Store) EffectiveLimits(ctx context.Context, tenantID, clientID string) (domain.Limits, error) {
 	return s.effectiveLimits(ctx, s.r, tenantID, clientID)
 }
@@ -69,32 +72,47 @@ type queryRower interface {
 }
 
 func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, error) {
-	l := domain.DefaultLimits()
 	if tenantID == "" {
-		return l, nil
+		return domain.DefaultLimits(), nil
 	}
-	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
-		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, rejected_calls_per_minute FROM mcp_limits
-		WHERE tenant_id = ? AND client_id IN ('', ?) ORDER BY client_id DESC LIMIT 1`, tenantID, clientID).
-		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
-			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return l, s.dbErr("limits", err)
+	tl, _, err := s.limitsRow(ctx, q, tenantID, "")
+	if err != nil || clientID == "" {
+		return tl.Effective(), err
 	}
-	// The candidate quota always comes from the tenant's row (NULL: default).
+	cl, found, err := s.limitsRow(ctx, q, tenantID, clientID)
+	if err != nil || !found {
+		return tl.Effective(), err // no row of its own: the tenant's
+	}
+	return domain.Narrow(tl, cl), nil
+}
+
+// limitsRow reads one mcp_limits row, DefaultLimits where there is none
+// (found false). The quota columns are read from the tenant's row only
+// (NULL: default).
+func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, bool, error) {
+	l := domain.DefaultLimits()
 	var cands, bytes sql.NullInt64
-	err = q.QueryRowContext(ctx, `SELECT maximum_open_candidates, maximum_candidate_bytes FROM mcp_limits
-		WHERE tenant_id = ? AND client_id = ''`, tenantID).Scan(&cands, &bytes)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return l, s.dbErr("limits", err)
+	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
+		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, rejected_calls_per_minute,
+		maximum_open_candidates, maximum_candidate_bytes FROM mcp_limits
+		WHERE tenant_id = ? AND client_id = ?`, tenantID, clientID).
+		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
+			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute, &cands, &bytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, false, nil
 	}
-	if cands.Valid {
-		l.MaxOpenCandidates = int(cands.Int64)
+	if err != nil {
+		return l, false, s.dbErr("limits", err)
 	}
-	if bytes.Valid {
-		l.MaxCandidateBytes = bytes.Int64
+	if clientID == "" {
+		if cands.Valid {
+			l.MaxOpenCandidates = int(cands.Int64)
+		}
+		if bytes.Valid {
+			l.MaxCandidateBytes = bytes.Int64
+		}
 	}
-	return l, nil
+	return l, true, nil
 }
 
 // ConsumeRate counts one call of class for the principal's client in the

@@ -445,9 +445,12 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 }
 
 // limitsRaised names the limits next raises above cur. Every field of
-// domain.Limits is a ceiling (0 admits nothing), so a larger number widens
-// what a client may do; fields added later are compared the same way.
+// domain.Limits is a ceiling, so a larger number widens what a client may
+// do; fields added later are compared the same way. The comparison is of
+// effective values: where 0 means the default (the rejected budget, the
+// quota), 0 is that default, not the smallest value, so 5 → 0 is a raise.
 func limitsRaised(cur, next domain.Limits) []string {
+	cur, next = cur.Effective(), next.Effective()
 	var out []string
 	c, n := reflect.ValueOf(cur), reflect.ValueOf(next)
 	for i := 0; i < c.NumField(); i++ {

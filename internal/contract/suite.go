@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningProposals(t, open)
 	runHardeningRates(t, open)
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
+	runHardeningLimits(t, open)
 }
 
 var ctx = context.Background()

@@ -96,7 +96,8 @@ const (
 // DefaultRejectedPerMinute is the rejected-call budget when none is set.
 const DefaultRejectedPerMinute = 120
 
-// Limits are the §38 mcp_limits of a client (tenant defaults, client overrides).
+// Limits are the §38 mcp_limits of a tenant or a client (a client's narrow
+// its tenant's: see Narrow).
 type Limits struct {
 	ReadsPerMinute             int     `json:"read_calls_per_minute"`
 	CandidateWritesPerMinute   int     `json:"candidate_writes_per_minute"`
@@ -132,6 +133,43 @@ const (
 func DefaultLimits() Limits {
 	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50,
 		RejectedPerMinute: DefaultRejectedPerMinute, MaxOpenCandidates: DefaultMaxOpenCandidates, MaxCandidateBytes: DefaultMaxCandidateBytes}
+}
+
+// Effective returns l with each 0 that means a default replaced by that
+// default: the rejected budget and the two quota fields. Comparing limits
+// (is this a raise?) and narrowing them works on effective values only: a
+// raw 0 there is the largest value, not the smallest.
+func (l Limits) Effective() Limits {
+	if l.RejectedPerMinute == 0 {
+		l.RejectedPerMinute = DefaultRejectedPerMinute
+	}
+	if l.MaxOpenCandidates == 0 {
+		l.MaxOpenCandidates = DefaultMaxOpenCandidates
+	}
+	if l.MaxCandidateBytes == 0 {
+		l.MaxCandidateBytes = DefaultMaxCandidateBytes
+	}
+	return l
+}
+
+// Narrow returns the limits of a client whose own row is client under a
+// tenant whose row is tenant (DefaultLimits where the tenant has none; a
+// client without a row of its own has the tenant's): per class the smaller
+// effective value. A client's limits narrow its
+// tenant's, never widen them, so a client row written once (by lowering one
+// field) cannot pin the client above a later tenant-level lowering. The
+// candidate quota is the tenant's alone.
+func Narrow(tenant, client Limits) Limits {
+	t, c := tenant.Effective(), client.Effective()
+	out := t
+	out.ReadsPerMinute = min(t.ReadsPerMinute, c.ReadsPerMinute)
+	out.CandidateWritesPerMinute = min(t.CandidateWritesPerMinute, c.CandidateWritesPerMinute)
+	out.ProposalsPerMinute = min(t.ProposalsPerMinute, c.ProposalsPerMinute)
+	out.ControlledActionsPerMinute = min(t.ControlledActionsPerMinute, c.ControlledActionsPerMinute)
+	out.MaxBulkTargets = min(t.MaxBulkTargets, c.MaxBulkTargets)
+	out.MaxDailyPaidCostUSD = min(t.MaxDailyPaidCostUSD, c.MaxDailyPaidCostUSD)
+	out.RejectedPerMinute = min(t.RejectedPerMinute, c.RejectedPerMinute)
+	return out
 }
 
 // Quotas of the candidate tier, as QuotaExceeded names them.

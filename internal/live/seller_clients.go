@@ -135,8 +135,8 @@ func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l dom
 		"p_maximum_open_candidates": cands, "p_maximum_candidate_bytes": bytes}, nil)
 }
 
-// EffectiveLimits returns the client's limits, else the tenant's, else the
-// defaults.
+// EffectiveLimits returns the tenant's limits (else the defaults) narrowed
+// by the client's own row where it has one (trovesnap.effective_limits).
 func (s *Seller) EffectiveLimits(ctx context.Context, tenantID, clientID string) (domain.Limits, error) {
 	var l domain.Limits
 	if err := s.call(ctx, "seller_effective_limits", map[string]any{"p_tenant_id": tenantID, "p_client_id": clientID}, &l); err != nil {
