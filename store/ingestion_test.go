@@ -479,7 +479,7 @@ func TestStageExport_SnapshotsValidatesAndNeverDelivers(t *testing.T) {
 	}
 	changed := diffKeys(before, mustDigest(t, s))
 	slices.Sort(changed)
-	if w := []string{"export_draft_items", "export_drafts", "idempotency_keys", "plugin_events"}; !slices.Equal(changed, w) {
+	if w := []string{"export_draft_items", "export_drafts", "idempotency_keys", "plugin_events", "tenant_usage"}; !slices.Equal(changed, w) {
 		t.Errorf("staging changed %v", changed)
 	}
 	var snap string

@@ -219,7 +219,11 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 		t.Fatalf("new token after rotate: %+v, %v", p, err)
 	}
 
-	// Limits of the client, then of the tenant.
+	// Limits of the client, then of the tenant. A client's limits narrow
+	// its tenant's, so the tenant's paid budget is raised first.
+	if r := owner.runP(t, "limits", "set", "--tenant", fixtures.DemoTenantID, "--paid-usd-per-day", "2"); r.code != cli.ExitOK {
+		t.Fatalf("limits set (tenant): %+v", r)
+	}
 	if r := owner.runP(t, "limits", "set", "--tenant", fixtures.DemoTenantID, "--client", id, "--reads", "7", "--paid-usd-per-day", "1.5"); r.code != cli.ExitOK {
 		t.Fatalf("limits set: %+v", r)
 	}

@@ -716,7 +716,7 @@ func TestDraftListingCopy_NeverPublishes(t *testing.T) {
 			t.Errorf("a candidate's title is observed, got %+v", s)
 		}
 	}
-	ingAssertOnlyChanged(t, before, e.digest(), "idempotency_keys", "draft_revisions")
+	ingAssertOnlyChanged(t, before, e.digest(), "idempotency_keys", "draft_revisions", "tenant_usage") // a stored draft counts in the quota
 	wantCode(t, e.call("trove_draft_listing_copy", map[string]any{"idempotency_key": "draft-key-0003"}), "failed", "invalid_input")
 	wantCode(t, e.call("trove_draft_listing_copy", map[string]any{"item_id": fixtures.DemoItemID, "candidate_id": fixtures.DemoCandidateID, "idempotency_key": "draft-key-0004"}), "failed", "invalid_input")
 }
@@ -742,7 +742,7 @@ func TestStageExport_NeverDelivers(t *testing.T) {
 	if x.Items[1].Valid || !slices.ContainsFunc(x.Items[1].Warnings, func(w string) bool { return strings.Contains(w, "withdrawn") }) {
 		t.Errorf("withdrawn item = %+v", x.Items[1])
 	}
-	ingAssertOnlyChanged(t, before, e.digest(), "export_drafts", "export_draft_items", "idempotency_keys")
+	ingAssertOnlyChanged(t, before, e.digest(), "export_drafts", "export_draft_items", "idempotency_keys", "tenant_usage") // a staged export counts in the quota
 	for _, ev := range e.allEvents() {
 		if ev.Impact.PublicStateChanged || ev.Impact.CanonicalStateChanged {
 			t.Errorf("event %s claims a public or canonical change", ev.ID)
