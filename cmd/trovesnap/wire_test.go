@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
+	"github.com/triunalabs/trovesnap/store"
 )
 
 // nestObjects is n levels of {"a": … {} …}.
@@ -80,10 +82,14 @@ func wantRPCError(t *testing.T, m map[string]any, code float64) {
 
 // Finding 1 (issue 13): a tools/call whose arguments or _meta nest ~1000
 // levels ended `mcp serve` (the go-sdk decoder stops at 1000 and closes the
-// session). The guard now refuses the line on its raw bytes with a JSON-RPC
-// error carrying the request's id; the next call on the same process works.
+// session). The guard now refuses the line on its raw bytes, before anything
+// decodes it, and hands the gate a stand-in: the client gets the
+// invalid_input envelope on its own id, the call records its one
+// plugin_event like any other refused call, nothing else changes, and the
+// next call on the same process works.
 func TestHardening_DeepNestingLineGetsErrorAndSessionGoesOn(t *testing.T) {
-	r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
+	db := filepath.Join(t.TempDir(), "trovesnap.db")
+	r := startRaw(t, db)
 	r.initialize(t)
 	lines := map[string]string{
 		"arguments 998 deep":  `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":` + nestObjects(998) + `}}`,
@@ -94,23 +100,51 @@ func TestHardening_DeepNestingLineGetsErrorAndSessionGoesOn(t *testing.T) {
 	id := 10
 	for _, name := range []string{"arguments 998 deep", "arguments 5000 deep", "_meta 998 deep", "just over the cap"} {
 		t.Run(name, func(t *testing.T) {
+			before := eventCount(t, db)
 			r.send(t, fmt.Sprintf(lines[name], id))
 			m := r.awaitID(t, float64(id))
-			wantRPCError(t, m, -32600)
-			if msg := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "nests deeper than "+strconv.Itoa(mcpserver.MaxDepth)) {
-				t.Errorf("message %q does not say why", msg)
+			res, _ := m["result"].(map[string]any)
+			sc, _ := res["structuredContent"].(map[string]any)
+			errs, _ := sc["errors"].([]any)
+			if len(errs) != 1 || errs[0].(map[string]any)["code"] != "invalid_input" ||
+				!strings.Contains(errs[0].(map[string]any)["message"].(string), "nests deeper than "+strconv.Itoa(mcpserver.MaxDepth)) {
+				t.Fatalf("want the invalid_input envelope saying why, got %v", m)
+			}
+			if got := eventCount(t, db) - before; got != 1 {
+				t.Fatalf("the refused call recorded %d events, want 1", got)
 			}
 			r.listSalesSucceeds(t, float64(id+1))
 			r.alive(t)
 			id += 2
 		})
 	}
-	// At the cap exactly, the line reaches the gate, which answers it.
+	// At the cap exactly, the line reaches the gate whole, which answers it.
 	r.send(t, `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"trove_list_sales","arguments":`+nestObjects(mcpserver.MaxDepth-2)+`}}`)
 	if m := r.awaitID(t, 99); m["result"] == nil {
 		t.Fatalf("a line at the depth cap was refused by the transport: %v", m)
 	}
+	// A message that is not a tools/call has no envelope to answer with: a
+	// deep ping gets a JSON-RPC error, and the session goes on.
+	r.send(t, `{"jsonrpc":"2.0","id":100,"method":"ping","params":{"_meta":`+nestObjects(998)+`}}`)
+	wantRPCError(t, r.awaitID(t, 100), -32600)
+	r.listSalesSucceeds(t, 101)
 	r.alive(t)
+}
+
+// eventCount is the number of plugin_events in db (read beside a running
+// server: WAL readers do not block it).
+func eventCount(t *testing.T, db string) int64 {
+	t.Helper()
+	st, err := store.Open(context.Background(), db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.Events(context.Background(), store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(evs))
 }
 
 // A line over the frame limit (the largest tool argument limit plus the

@@ -20,14 +20,6 @@ type Admission struct {
 	release func()
 }
 
-// admitted is the verdict of a call whose transport admitted it and holds
-// its bytes until its response is written.
-var admitted = &Admission{}
-
-// Admitted is the Call.Admission of a call the transport admitted with Admit
-// and whose budget it releases itself (when the call's response is written).
-func Admitted() *Admission { return admitted }
-
 // Refused reports whether the arguments were refused.
 func (a *Admission) Refused() bool { return a != nil && a.refusal != nil }
 
@@ -66,6 +58,15 @@ func (g *Gate) Admit(ctx context.Context, tool string, size int, inputHash strin
 			message: "The server is busy with other large requests: retry shortly."}}
 	}
 	return &Admission{release: release}
+}
+
+// RefuseArguments is the verdict of a transport that refused a call on its
+// raw bytes for a reason of its own (nested too deep, too much besides the
+// arguments): invalid_input on field, with reason. The call must still be
+// invoked with it, so that its envelope and its one plugin_event are written.
+func RefuseArguments(field, reason, inputHash string) *Admission {
+	return &Admission{hash: inputHash, refusal: &failure{code: CodeInvalidInput, field: field,
+		message: fmt.Sprintf("Invalid %s: %s.", field, reason)}}
 }
 
 func oversize(limit int) *failure {

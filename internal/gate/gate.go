@@ -110,9 +110,10 @@ type Call struct {
 	// Progress reports progress of a long call when the caller sent an MCP
 	// progressToken; nil otherwise.
 	Progress func(done, total int, message string)
-	// Admission is the verdict of a transport that applied Admit to the raw
-	// arguments before decoding the call (Admitted, or a refusal); nil means
-	// the gate applies it itself.
+	// Admission is the verdict of a transport that decided the raw
+	// arguments before decoding the call (Admit's admission, whose bytes
+	// the transport releases itself, or a refusal); nil means the gate
+	// applies Admit itself.
 	Admission *Admission
 }
 

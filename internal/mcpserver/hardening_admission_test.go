@@ -121,21 +121,25 @@ func TestHardening_GuardArgumentsReachTheGateWholeAndMarkersCannotBeForged(t *te
 // Attack review: an 11 MB _meta array beside small arguments (the line
 // under the photo tool's frame limit) was decoded by the SDK into generic
 // values, peaking at ~300 MB. Only the arguments may be big: the rest of a
-// tools/call is bounded, refused before anything decodes it, and the
-// session goes on.
+// tools/call is bounded and refused before anything decodes it — with the
+// gate's invalid_input envelope (field _meta) and its one event, like any
+// refused call — and the session goes on.
 func TestHardening_GuardBoundsEverythingBesideTheArguments(t *testing.T) {
 	e := newEnv(t)
 	srv := startStdioOn(t, e, true)
 	meta := `{"progressToken":"p1","a":[0` + strings.Repeat(",0", 100_000) + `]}`
-	before := e.digest()
+	before, eventsBefore := e.digest(), len(e.allEvents())
 	srv.send(t, `{"jsonrpc":"2.0","id":"meta","method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_771"},"_meta":`+meta+`}}`)
-	m := srv.await(t, `"meta"`)
-	var rpcErr struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
+	env := toolResult(t, srv.await(t, `"meta"`))
+	wantCode(t, env, "failed", "invalid_input")
+	if env.Errors[0].Field != "_meta" || !strings.Contains(env.Errors[0].Message, "besides its arguments") {
+		t.Fatalf("want the _meta refusal, got %+v", env.Errors[0])
 	}
-	if err := json.Unmarshal(m["error"], &rpcErr); err != nil || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "besides its arguments") {
-		t.Fatalf("want -32600 for a huge _meta, got %s", m["error"])
+	if evs := e.events(env.ServerRequestID); len(evs) != 1 || evs[0].Outcome != domain.OutcomeFailed {
+		t.Fatalf("want one failed plugin_event, got %+v", evs)
+	}
+	if n := len(e.allEvents()); n != eventsBefore+1 {
+		t.Fatalf("events %d → %d, want one more", eventsBefore, n)
 	}
 	assertOnlyEventsChanged(t, before, e.digest())
 	srv.send(t, `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"trove_list_sales","arguments":{},"_meta":{"progressToken":"p2"}}}`)
@@ -170,4 +174,75 @@ func TestHardening_TooManyValuesRefusedBeforeAnyDecode(t *testing.T) {
 		t.Fatalf("the call left %d events, want one", n)
 	}
 	assertOnlyEventsChanged(t, before, e.digest())
+}
+
+// Review: a second tools/call reusing the id of a call still in flight is
+// refused on the wire — with a null id, because an answer carrying the
+// client's own id would end its first, running call on the client side. The
+// first call then answers on its id as usual.
+func TestHardening_ReusedIDInFlightIsRefusedWithoutEndingTheFirstCall(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+	release := holdWriteLock(t, e.path) // the first call blocks on its rate count
+	srv.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"trove_create_candidate","arguments":{"sale_id":"sale_221","title":"Brass lamp","idempotency_key":"reuse-id-0001"}}}`)
+	srv.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`)
+	refused := srv.await(t, `null`)
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(refused["error"], &rpcErr); err != nil || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "already in use") {
+		t.Fatalf("want -32600 with a null id for the reused id, got %v", refused)
+	}
+	release()
+	first := srv.await(t, `7`)
+	if first["result"] == nil {
+		t.Fatalf("the first call's answer: %v", first)
+	}
+}
+
+// Attack review (round 2): a line whose method is spelled with escapes
+// (`p\u0069ng`) was kept under the largest frame, 12 MiB, and the SDK
+// decoded its _meta generically (180–355 MB). Decoded, anything but a
+// tools/call must fit the small frame; the session goes on.
+func TestHardening_EscapedMethodCannotBorrowTheToolCallFrame(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+	big := `{"a":[0` + strings.Repeat(",0", 200_000) + `]}`
+	srv.send(t, `{"jsonrpc":"2.0","id":5,"method":"p\u0069ng","params":{"_meta":`+big+`}}`)
+	m := srv.await(t, `5`)
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(m["error"], &rpcErr); err != nil || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "larger than") {
+		t.Fatalf("want -32600 for a big escaped-method line, got %v", m)
+	}
+	srv.send(t, `{"jsonrpc":"2.0","id":6,"method":"p\u0069ng"}`)
+	if m := srv.await(t, `6`); m["result"] == nil {
+		t.Fatalf("a small escaped ping: %v", m)
+	}
+}
+
+// Attack review (round 2): requests that stay open (subscriptions/listen)
+// grew memory without bound (238 MB at 20,000), and one sharing an id with
+// a tools/call made the SDK answer with a null id, so the call's argument
+// budget never came back. Every request id is tracked at the guard: a
+// reused id is refused (null id), and at most 64 requests may be in flight.
+func TestHardening_RequestsInFlightAreBoundedAndIDsNotReused(t *testing.T) {
+	e := newEnv(t)
+	srv := startStdioOn(t, e, true)
+	for i := range 64 {
+		srv.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, 1000+i))
+	}
+	srv.send(t, `{"jsonrpc":"2.0","id":1000,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`)
+	m := srv.await(t, `null`)
+	if !strings.Contains(string(m["error"]), "already in use") {
+		t.Fatalf("a tools/call reusing an open request's id: %v", m)
+	}
+	srv.send(t, `{"jsonrpc":"2.0","id":2000,"method":"ping"}`)
+	m = srv.await(t, `2000`)
+	if !strings.Contains(string(m["error"]), "requests in flight") {
+		t.Fatalf("the 65th open request: %v", m)
+	}
 }

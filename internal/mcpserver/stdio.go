@@ -153,8 +153,9 @@ func (a *Admitter) drop(nonce string) {
 }
 
 // take swaps a marker the server received back into the call's arguments
-// and verdict. Arguments that are not a held marker (a line the guard
-// admitted whole, a client's own look-alike) are the call's own, admitted.
+// and verdict. Arguments that are not a held marker (a small line the guard
+// passed whole, a client's own look-alike) are the call's own, with no
+// verdict: the gate admits them itself.
 func (a *Admitter) take(args json.RawMessage) (json.RawMessage, *gate.Admission) {
 	if len(args) < 128 {
 		var m map[string]string
@@ -170,7 +171,7 @@ func (a *Admitter) take(args json.RawMessage) (json.RawMessage, *gate.Admission)
 			}
 		}
 	}
-	return args, gate.Admitted()
+	return args, nil
 }
 
 // guardConn is the mcp.Connection of StdioTransport. One goroutine reads
@@ -249,53 +250,78 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 	return MaxFrameBytes()
 }
 
-// judge decides one scanned line. With admission, a tools/call whose
-// arguments exceed its tool's limit is refused at once (it is never
-// decoded, whatever else the line holds), and any other tools/call takes
-// its bytes from the gate's budget first (waiting, with stdin unread, for
-// calls in flight to answer) or is refused as busy. Either way the SDK gets
-// the call with its arguments held aside (see Admitter).
+// judge decides one scanned line. With admission, every tools/call whose id
+// and tool name the scan read is decided on its raw bytes first: arguments
+// over the tool's limit, a call nested too deep, or more than the envelope
+// allowance besides the arguments (a huge _meta) is refused without being
+// decoded — and still reaches the gate, as a small stand-in carrying the
+// refusal, so that it gets its §23 envelope and its one plugin_event like
+// any other refused call. Any other tools/call takes its bytes from the
+// gate's budget first (waiting, with stdin unread, for calls in flight to
+// answer) or is refused as busy. Either way the SDK gets the call with its
+// arguments held aside (see Admitter). Only a line that is not an
+// identifiable tools/call gets a JSON-RPC error.
 func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	if c.adm != nil && sc.toolCall() {
-		if id, ok := sc.jsonrpcID(); ok && sc.argsLen > gate.ArgumentLimit(sc.name) {
-			if c.busy(id) {
-				return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
+		if id, ok := sc.jsonrpcID(); ok {
+			var refusal *gate.Admission
+			switch {
+			case sc.argsLen > gate.ArgumentLimit(sc.name):
+				refusal = c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash()) // the size refusal
+			case sc.tooDeep:
+				refusal = gate.RefuseArguments("arguments", fmt.Sprintf("the call (its arguments or _meta) nests deeper than %d levels", MaxDepth), sc.argsHash())
+			case sc.size-sc.argsLen > frameEnvelopeBytes:
+				// Only the arguments may be big: the SDK decodes everything
+				// around them (_meta above all) into generic values at many
+				// times their size (found by the attack review).
+				refusal = gate.RefuseArguments("_meta", fmt.Sprintf("a tools/call may carry at most %d bytes besides its arguments", frameEnvelopeBytes), sc.argsHash())
 			}
-			v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
-			nonce, marker := c.adm.hold(nil, v)
-			name, _ := json.Marshal(sc.name)
-			c.track(id, v, nonce, 0)
-			return &jsonrpc.Request{ID: id, Method: "tools/call", Params: fmt.Appendf(nil, `{"name":%s,"arguments":%s}`, name, marker)}, nil
+			if refusal != nil {
+				return c.standIn(id, sc.name, refusal, sc)
+			}
 		}
 	}
-	if c.adm != nil && sc.toolCall() && len(bytes.TrimSpace(line))-sc.argsLen > frameEnvelopeBytes {
-		// Only the arguments may be big: the SDK decodes everything around
-		// them (_meta above all) into generic values at many times their
-		// size, so a huge _meta beside small arguments would cost hundreds
-		// of MB (found by the attack review).
-		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("Invalid Request: a tools/call may carry at most %d bytes besides its arguments", frameEnvelopeBytes))
-	}
 	msg, reply := judge(line, sc, c.frameLimit(sc))
-	req, ok := msg.(*jsonrpc.Request)
-	if c.adm == nil || !ok || req.Method != "tools/call" {
+	if msg == nil {
+		return nil, reply
+	}
+	req, isReq := msg.(*jsonrpc.Request)
+	if !isReq || req.Method != "tools/call" {
+		// Only a tools/call may be big. A line whose method the scan could
+		// not read (an escaped key or value) was kept under the largest
+		// frame; decoded, anything else must fit the small one — the SDK
+		// decodes its params generically, at many times their size.
+		if small := catalog.MaxArgumentBytes + frameEnvelopeBytes; c.adm != nil && sc.size > small {
+			return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("Invalid Request: the message is larger than %d bytes", small))
+		}
+		if !isReq || !req.ID.IsValid() {
+			return msg, nil // a response, or a notification
+		}
+		if refusal := c.admitID(req.ID); refusal != nil {
+			return nil, refusal
+		}
+		c.track(req.ID, nil, "", 0)
+		return req, nil
+	}
+	if c.adm == nil {
 		return msg, reply
 	}
 	if !req.ID.IsValid() {
 		return nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a tools/call needs an id")
 	}
-	if c.busy(req.ID) {
-		return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
+	if refusal := c.admitID(req.ID); refusal != nil {
+		return nil, refusal
 	}
 	if !sc.toolCall() {
 		// A line the scan could not follow (an escaped key or tool name):
-		// measured whole, under the default limit, and passed as it is.
-		v := c.adm.gate.Admit(c.ctx, "", len(req.Params), "")
-		if v.Refused() {
-			_, marker := c.adm.hold(nil, v)
-			req.Params = fmt.Appendf(nil, `{"name":"","arguments":%s}`, marker)
+		// its whole params must fit the default limit; within it the call
+		// passes as it is and the gate admits it itself (budget included).
+		if len(req.Params) > catalog.MaxArgumentBytes {
+			return c.standIn(req.ID, "", gate.RefuseArguments("arguments",
+				fmt.Sprintf("larger than %d bytes", catalog.MaxArgumentBytes), rawSHA256(req.Params)), sc)
 		}
-		c.track(req.ID, v, "", len(req.Params))
+		c.track(req.ID, nil, "", 0)
 		return req, nil
 	}
 	v := c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash())
@@ -317,15 +343,59 @@ func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	return m, nil
 }
 
-const msgIDInUse = "Invalid Request: this id is already in use by a call in progress"
-
-// busy reports whether a call with id is in flight.
-func (c *guardConn) busy(id jsonrpc.ID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.inflight[id]
-	return ok
+func rawSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// maxRequestsInFlight bounds the requests a client may have open at once
+// (each holds a goroutine and its state in the SDK until answered; some,
+// such as subscriptions/listen, stay open). An honest host has a few.
+const maxRequestsInFlight = 64
+
+// admitID refuses a request whose id is already in flight — with a null
+// id, because an answer carrying the client's own id would end its first,
+// running request on the client side (and the SDK, which refuses it too,
+// answers with a null id, so its budget would never come back) — or one
+// past maxRequestsInFlight. Every request id is tracked until answered.
+func (c *guardConn) admitID(id jsonrpc.ID) []byte {
+	c.mu.Lock()
+	_, busy := c.inflight[id]
+	n := len(c.inflight)
+	c.mu.Unlock()
+	switch {
+	case busy:
+		return rpcError(nil, jsonrpc.CodeInvalidRequest, msgIDInUse)
+	case n >= maxRequestsInFlight:
+		return rpcError(idJSON(id), jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("Invalid Request: more than %d requests in flight; wait for answers", maxRequestsInFlight))
+	}
+	return nil
+}
+
+// idJSON is id as JSON, for an error reply.
+func idJSON(id jsonrpc.ID) json.RawMessage {
+	b, err := json.Marshal(id.Raw())
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// standIn hands the gate a refused tools/call as a small request: the same
+// id and tool name, the arguments replaced by a marker that carries the
+// refusal. An id already in flight is refused on the wire instead.
+func (c *guardConn) standIn(id jsonrpc.ID, name string, refusal *gate.Admission, sc *lineScan) (jsonrpc.Message, []byte) {
+	if r := c.admitID(id); r != nil {
+		return nil, r
+	}
+	nonce, marker := c.adm.hold(nil, refusal)
+	n, _ := json.Marshal(name)
+	c.track(id, refusal, nonce, 0)
+	return &jsonrpc.Request{ID: id, Method: "tools/call", Params: fmt.Appendf(nil, `{"name":%s,"arguments":%s}`, n, marker)}, nil
+}
+
+const msgIDInUse = "Invalid Request: this id is already in use by a call in progress"
 
 // track records a call in flight until its response is written. A call
 // holding more than half the budget leaves no room for another big line:
@@ -336,7 +406,7 @@ func (c *guardConn) track(id jsonrpc.ID, v *gate.Admission, nonce string, size i
 	c.mu.Lock()
 	c.inflight[id] = call
 	c.mu.Unlock()
-	if !v.Refused() && size > c.adm.gate.ArgumentBudget()/2 {
+	if c.adm != nil && !v.Refused() && size > c.adm.gate.ArgumentBudget()/2 {
 		c.waitFor = call.answered
 	}
 }
