@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,34 +118,164 @@ func TestHardening_TenantUsageMatchesTheRows(t *testing.T) {
 	check("after reset")
 }
 
-// The defaults live in Go (domain.DefaultLimits) and in the SQL of both
-// backends' migrations: they must say the same.
-func TestHardening_QuotaDefaultsAgreeWithTheSQL(t *testing.T) {
-	cands, bytes := fmt.Sprint(domain.DefaultMaxOpenCandidates), fmt.Sprint(domain.DefaultMaxCandidateBytes)
-	// Found by name, whatever number the migration ends up with.
-	names, err := fs.Glob(migrationsFS, "migrations/*_cursor_secret_quota.sql")
-	if err != nil || len(names) != 1 {
-		t.Fatalf("store migration: %v %v", names, err)
+// limitDefaults are the Go defaults the SQL must repeat, by mcp_limits
+// column (and so by the key of the limits' JSON).
+func limitDefaults() map[string]float64 {
+	d := domain.DefaultLimits()
+	return map[string]float64{
+		"read_calls_per_minute":         float64(d.ReadsPerMinute),
+		"candidate_writes_per_minute":   float64(d.CandidateWritesPerMinute),
+		"proposals_per_minute":          float64(d.ProposalsPerMinute),
+		"controlled_actions_per_minute": float64(d.ControlledActionsPerMinute),
+		"maximum_bulk_targets":          float64(d.MaxBulkTargets),
+		"maximum_daily_paid_cost_usd":   d.MaxDailyPaidCostUSD,
+		"rejected_calls_per_minute":     float64(domain.DefaultRejectedPerMinute),
+		"maximum_open_candidates":       float64(domain.DefaultMaxOpenCandidates),
+		"maximum_candidate_bytes":       float64(domain.DefaultMaxCandidateBytes),
 	}
-	store, err := migrationsFS.ReadFile(names[0])
-	if err != nil {
-		t.Fatal(err)
+}
+
+// The limit defaults live in Go (domain.DefaultLimits and its constants)
+// and, as literals, in the SQL of both backends' migrations: every
+// ifnull/coalesce of a limit column, every JSON object of default limits
+// and every per-class CASE of defaults, in every migration file, must say
+// what Go says. A default the patterns see but cannot read fails too, and
+// so do too few matches (a pattern that no longer matches anything).
+func TestHardening_QuotaAndLimitDefaultsAgreeWithTheSQL(t *testing.T) {
+	defaults := limitDefaults()
+	if l := domain.DefaultLimits(); l.RejectedPerMinute != domain.DefaultRejectedPerMinute ||
+		l.MaxOpenCandidates != domain.DefaultMaxOpenCandidates || l.MaxCandidateBytes != domain.DefaultMaxCandidateBytes {
+		t.Fatalf("DefaultLimits = %+v disagrees with the Default constants", l)
 	}
-	files, err := filepath.Glob(filepath.Join("..", "supabase", "migrations", "*_trovesnap_hardening_quota.sql"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("live migration: %v %v", files, err)
+	// A stored 0 is the default where Go's Effective says so (the rejected
+	// budget, the quota): coalesce(p_x, 0) stores a default there.
+	zeroIsDefault := map[string]bool{}
+	var zero domain.Limits
+	eff := zero.Effective()
+	zeroIsDefault["rejected_calls_per_minute"] = eff.RejectedPerMinute != 0
+	zeroIsDefault["maximum_open_candidates"] = eff.MaxOpenCandidates != 0
+	zeroIsDefault["maximum_candidate_bytes"] = eff.MaxCandidateBytes != 0
+
+	cols := slices.Sorted(maps.Keys(defaults))
+	colAlt := strings.Join(cols, "|")
+	num := `(\d+(?:\.\d+)?)`
+	// Every ifnull/coalesce whose first argument is a limit column, read or
+	// not: the strict patterns below must account for each.
+	loose := regexp.MustCompile(`(?is)\b(?:ifnull|coalesce)\(\s*(?:nullif\(\s*|\(\s*select\s+)?(?:\w+\.|p_)?(?:` + colAlt + `)\b`)
+	strict := []*regexp.Regexp{
+		// coalesce((SELECT l.col FROM ... WHERE ...), N)
+		regexp.MustCompile(`(?is)\b(?:ifnull|coalesce)\(\s*\(\s*select\s+\w+\.(` + colAlt + `)\s+from\s(?:[^()]|\([^()]*\))*\)\s*,\s*` + num + `\s*\)`),
+		// coalesce(nullif(t.col, 0), N)
+		regexp.MustCompile(`(?is)\b(?:ifnull|coalesce)\(\s*nullif\(\s*(?:\w+\.)?(` + colAlt + `)\s*,\s*0\s*\)\s*,\s*` + num + `\s*\)`),
+		// coalesce(t.col, N), coalesce(p_col, N)
+		regexp.MustCompile(`(?is)\b(?:ifnull|coalesce)\(\s*(\w+\.|p_)?(` + colAlt + `)\s*,\s*` + num + `\s*\)`),
 	}
-	live, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
+	// jsonb_build_object('col', N, ...): the JSON of default limits.
+	jsonKey := regexp.MustCompile(`(?i)'(` + colAlt + `)'\s*,\s*` + num + `\s*[,)]`)
+	// CASE p_class WHEN 'reads' THEN N ... ELSE N END: the ELSE is the
+	// controlled actions (the one class these CASEs never name).
+	caseExpr := regexp.MustCompile(`(?is)CASE\s+p_class\s+((?:WHEN\s+'\w+'\s+THEN\s+\d+\s+)+)ELSE\s+(\d+)\s+END`)
+	caseWhen := regexp.MustCompile(`(?i)WHEN\s+'(\w+)'\s+THEN\s+(\d+)`)
+
+	storeFiles, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(storeFiles) == 0 {
+		t.Fatalf("store migrations: %v %v", storeFiles, err)
 	}
-	for name, sql := range map[string]string{"store": string(store), "live": string(live)} {
-		if !strings.Contains(sql, ", "+cands+")") || !strings.Contains(sql, ", "+bytes+")") {
-			t.Errorf("%s migration does not hold the defaults %s and %s", name, cands, bytes)
+	liveFiles, err := filepath.Glob(filepath.Join("..", "supabase", "migrations", "*.sql"))
+	if err != nil || len(liveFiles) == 0 {
+		t.Fatalf("live migrations: %v %v", liveFiles, err)
+	}
+	embedded, err := fs.Glob(migrationsFS, "migrations/*.sql")
+	if err != nil || len(embedded) != len(storeFiles) {
+		t.Fatalf("%d embedded store migrations, %d on disk (%v)", len(embedded), len(storeFiles), err)
+	}
+
+	matches := map[string]int{} // "store"/"live" → matches
+	seen := map[string]map[string]bool{"store": {}, "live": {}}
+	check := func(file, col, lit string, zeroOK bool) {
+		t.Helper()
+		v, err := strconv.ParseFloat(lit, 64)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %s default %q is not a number", file, col, lit)
+		case v == defaults[col]:
+		case v == 0 && zeroOK && zeroIsDefault[col]:
+		default:
+			t.Errorf("%s: %s default %s, Go says %s", file, col, lit, strconv.FormatFloat(defaults[col], 'f', -1, 64))
 		}
 	}
-	l := domain.DefaultLimits()
-	if l.MaxOpenCandidates != domain.DefaultMaxOpenCandidates || l.MaxCandidateBytes != domain.DefaultMaxCandidateBytes {
-		t.Errorf("DefaultLimits = %+v", l)
+	for _, f := range append(slices.Clone(storeFiles), liveFiles...) {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Whole-line comments are prose, not defaults.
+		var b strings.Builder
+		for _, line := range strings.Split(string(body), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				b.WriteString(line + "\n")
+			}
+		}
+		sql, name := b.String(), filepath.Base(f)
+		side := "store"
+		if strings.Contains(f, "supabase") {
+			side = "live"
+		}
+		found := func(col string) {
+			matches[side]++
+			seen[side][col] = true
+		}
+		read := 0
+		for i, re := range strict {
+			for _, m := range re.FindAllStringSubmatch(sql, -1) {
+				col, lit, zeroOK := m[1], m[2], false
+				if i == 2 {
+					col, lit, zeroOK = m[2], m[3], m[1] == "p_"
+				}
+				check(name, col, lit, zeroOK)
+				found(col)
+				read++
+			}
+		}
+		if n := len(loose.FindAllString(sql, -1)); n != read {
+			t.Errorf("%s: %d ifnull/coalesce of a limit column, %d read as a default: a new form of default the patterns miss",
+				name, n, read)
+		}
+		for _, m := range jsonKey.FindAllStringSubmatch(sql, -1) {
+			check(name, m[1], m[2], false)
+			found(m[1])
+		}
+		for _, m := range caseExpr.FindAllStringSubmatch(sql, -1) {
+			for _, w := range caseWhen.FindAllStringSubmatch(m[1], -1) {
+				want := domain.DefaultLimits().PerMinute(w[1])
+				if got, _ := strconv.Atoi(w[2]); got != want || want == 0 {
+					t.Errorf("%s: CASE default of class %s = %s, Go says %d", name, w[1], w[2], want)
+				}
+				if w[1] == domain.LimitControlledActions {
+					t.Errorf("%s: a CASE of defaults names controlled_actions, the ELSE this test reads as it", name)
+				}
+			}
+			if got, _ := strconv.Atoi(m[2]); got != domain.DefaultLimits().PerMinute(domain.LimitControlledActions) {
+				t.Errorf("%s: CASE default of class %s = %s, Go says %d", name, domain.LimitControlledActions, m[2],
+					domain.DefaultLimits().PerMinute(domain.LimitControlledActions))
+			}
+			matches[side]++
+		}
+	}
+	t.Logf("defaults read: %v", matches)
+	// The store's SQL holds the quota defaults (its triggers); the live SQL
+	// every default (effective_limits).
+	if matches["store"] < 8 || matches["live"] < 50 {
+		t.Errorf("only %v defaults read: the patterns no longer match the migrations", matches)
+	}
+	for _, col := range []string{"maximum_open_candidates", "maximum_candidate_bytes"} {
+		if !seen["store"][col] {
+			t.Errorf("no store migration holds a default of %s", col)
+		}
+	}
+	for _, col := range cols {
+		if !seen["live"][col] {
+			t.Errorf("no live migration holds a default of %s", col)
+		}
 	}
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningRates(t, open)
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 	runHardeningLimits(t, open)
+	runReviewLimits(t, open) // suite_review_limits.go: Go's default and narrowed limits, in both backends
 }
 
 var ctx = context.Background()
