@@ -109,30 +109,10 @@ func (s *Store) getProposalAs(ctx context.Context, q queryRower, p domain.Princi
 	if err != nil {
 		return domain.Proposal{}, err
 	}
-	if !ProposalVisibleTo(p.SaleScoped, p.AssignedSaleIDs, prop) {
+	if !p.MaySeeProposal(prop) {
 		return domain.Proposal{}, domain.UnknownRef("proposal_id", id, false)
 	}
 	return prop, nil
-}
-
-// ProposalVisibleTo reports whether a member sees a proposal: an unscoped
-// member sees every proposal of its tenant; a sale-scoped one (§4.3) only
-// a proposal whose every sale — the sale of each target, stored in the
-// proposal when it was made — is assigned to it. A proposal that names no
-// sale is not shown to a scoped member (fail closed).
-func ProposalVisibleTo(saleScoped bool, assigned []string, prop domain.Proposal) bool {
-	if !saleScoped {
-		return true
-	}
-	if len(prop.SaleIDs) == 0 {
-		return false
-	}
-	for _, sale := range prop.SaleIDs {
-		if !slices.Contains(assigned, sale) {
-			return false
-		}
-	}
-	return true
 }
 
 // MemberSaleScope returns whether a user's membership in a tenant is
@@ -370,13 +350,23 @@ type SellerView struct {
 // AsSeller is the store's approval surface acting as userID.
 func (s *Store) AsSeller(userID string) SellerView { return SellerView{Store: s, UserID: userID} }
 
+// scope is the seller's sale scope in tenantID as a principal: what
+// domain.Principal.MaySeeProposal decides on.
+func (v SellerView) scope(ctx context.Context, tenantID string) (domain.Principal, error) {
+	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	return domain.Principal{TenantID: tenantID, ActorID: v.UserID, SaleScoped: scoped, AssignedSaleIDs: sales}, nil
+}
+
 // visible reports whether the seller may see prop in tenantID.
 func (v SellerView) visible(ctx context.Context, tenantID string, prop domain.Proposal) (bool, error) {
-	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	p, err := v.scope(ctx, tenantID)
 	if err != nil {
 		return false, err
 	}
-	return ProposalVisibleTo(scoped, sales, prop), nil
+	return p.MaySeeProposal(prop), nil
 }
 
 // ListProposals lists the tenant's proposals the seller may see.
@@ -385,14 +375,14 @@ func (v SellerView) ListProposals(ctx context.Context, tenantID, status string) 
 	if err != nil {
 		return nil, err
 	}
-	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	p, err := v.scope(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	out := all[:0]
-	for _, p := range all {
-		if ProposalVisibleTo(scoped, sales, p) {
-			out = append(out, p)
+	for _, prop := range all {
+		if p.MaySeeProposal(prop) {
+			out = append(out, prop)
 		}
 	}
 	return out, nil
