@@ -418,6 +418,113 @@ func (v SellerView) DenyProposal(ctx context.Context, tenantID, proposalID, acto
 	return v.Store.DenyProposal(ctx, tenantID, proposalID, actorID, surface, reason)
 }
 
+// ListGrants lists the tenant's grants whose proposal the seller may see:
+// a grant follows its proposal, as the live row level security on
+// approval_grants has it.
+func (v SellerView) ListGrants(ctx context.Context, tenantID, status string) ([]domain.Grant, error) {
+	all, err := v.Store.ListGrants(ctx, tenantID, status)
+	if err != nil {
+		return nil, err
+	}
+	p, err := v.scope(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if !p.SaleScoped {
+		return all, nil
+	}
+	seen := map[string]bool{} // proposal id → visible
+	out := all[:0]
+	for _, g := range all {
+		ok, known := seen[g.ProposalID]
+		if !known {
+			if ok, err = v.proposalVisible(ctx, p, g.ProposalID); err != nil {
+				return nil, err
+			}
+			seen[g.ProposalID] = ok
+		}
+		if ok {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// proposalVisible reports whether p sees the proposal id of its tenant; a
+// proposal it cannot read at all is not visible.
+func (v SellerView) proposalVisible(ctx context.Context, p domain.Principal, id string) (bool, error) {
+	prop, err := v.getProposal(ctx, v.r, p.TenantID, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return p.MaySeeProposal(prop), nil
+}
+
+// RevokeGrant refuses a grant of a proposal the seller may not see exactly
+// as the store refuses a missing grant, before the store revokes it.
+func (v SellerView) RevokeGrant(ctx context.Context, tenantID, grantID, actorID string) (domain.Grant, error) {
+	var proposalID string
+	err := v.r.QueryRowContext(ctx, "SELECT proposal_id FROM approval_grants WHERE tenant_id = ? AND id = ?", tenantID, grantID).Scan(&proposalID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Missing, or another tenant's: the store gives the answer.
+	case err != nil:
+		return domain.Grant{}, v.dbErr("revoke grant: scope", err)
+	default:
+		p, err := v.scope(ctx, tenantID)
+		if err != nil {
+			return domain.Grant{}, err
+		}
+		ok, err := v.proposalVisible(ctx, p, proposalID)
+		if err != nil {
+			return domain.Grant{}, err
+		}
+		if !ok {
+			return domain.Grant{}, domain.UnknownRef("grant", grantID, false)
+		}
+	}
+	return v.Store.RevokeGrant(ctx, tenantID, grantID, actorID)
+}
+
+// AuditTrail returns the events of one correlation id of the tenant (a
+// proposal, its approval and its execution) in append order, only when it
+// is the correlation of a proposal the seller may see. Any other — none
+// given, a correlation of no proposal, or of a proposal of an unassigned
+// sale — has no events, as a missing one has none.
+func (v SellerView) AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error) {
+	if correlationID == "" {
+		return nil, nil // an empty filter field would match everything
+	}
+	p, err := v.scope(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := v.r.QueryContext(ctx, "SELECT "+proposalCols+" FROM proposals WHERE tenant_id = ? AND correlation_id = ?", tenantID, correlationID)
+	if err != nil {
+		return nil, v.dbErr("audit trail: proposal", err)
+	}
+	found, ok := false, true
+	for rows.Next() {
+		prop, _, err := scanProposal(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, v.dbErr("audit trail: proposal", err)
+		}
+		found = true
+		ok = ok && p.MaySeeProposal(prop)
+	}
+	if err := cmpErr(rows.Err(), rows.Close()); err != nil {
+		return nil, v.dbErr("audit trail: proposal", err)
+	}
+	if !found || !ok {
+		return []domain.Event{}, nil
+	}
+	return v.Events(ctx, EventFilter{TenantID: tenantID, CorrelationID: correlationID})
+}
+
 // cmpErr is err when there is one, else fallback.
 func cmpErr(err, fallback error) error {
 	if err != nil {
