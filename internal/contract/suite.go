@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningRates(t, open)
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 	runHardeningLimits(t, open)
+	runReviewScope(t, open) // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
 }
 
 var ctx = context.Background()
