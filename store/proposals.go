@@ -109,30 +109,10 @@ func (s *Store) getProposalAs(ctx context.Context, q queryRower, p domain.Princi
 	if err != nil {
 		return domain.Proposal{}, err
 	}
-	if !ProposalVisibleTo(p.SaleScoped, p.AssignedSaleIDs, prop) {
+	if !p.MaySeeProposal(prop) {
 		return domain.Proposal{}, domain.UnknownRef("proposal_id", id, false)
 	}
 	return prop, nil
-}
-
-// ProposalVisibleTo reports whether a member sees a proposal: an unscoped
-// member sees every proposal of its tenant; a sale-scoped one (§4.3) only
-// a proposal whose every sale — the sale of each target, stored in the
-// proposal when it was made — is assigned to it. A proposal that names no
-// sale is not shown to a scoped member (fail closed).
-func ProposalVisibleTo(saleScoped bool, assigned []string, prop domain.Proposal) bool {
-	if !saleScoped {
-		return true
-	}
-	if len(prop.SaleIDs) == 0 {
-		return false
-	}
-	for _, sale := range prop.SaleIDs {
-		if !slices.Contains(assigned, sale) {
-			return false
-		}
-	}
-	return true
 }
 
 // MemberSaleScope returns whether a user's membership in a tenant is
@@ -370,13 +350,23 @@ type SellerView struct {
 // AsSeller is the store's approval surface acting as userID.
 func (s *Store) AsSeller(userID string) SellerView { return SellerView{Store: s, UserID: userID} }
 
+// scope is the seller's sale scope in tenantID as a principal: what
+// domain.Principal.MaySeeProposal decides on.
+func (v SellerView) scope(ctx context.Context, tenantID string) (domain.Principal, error) {
+	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	return domain.Principal{TenantID: tenantID, ActorID: v.UserID, SaleScoped: scoped, AssignedSaleIDs: sales}, nil
+}
+
 // visible reports whether the seller may see prop in tenantID.
 func (v SellerView) visible(ctx context.Context, tenantID string, prop domain.Proposal) (bool, error) {
-	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	p, err := v.scope(ctx, tenantID)
 	if err != nil {
 		return false, err
 	}
-	return ProposalVisibleTo(scoped, sales, prop), nil
+	return p.MaySeeProposal(prop), nil
 }
 
 // ListProposals lists the tenant's proposals the seller may see.
@@ -385,14 +375,14 @@ func (v SellerView) ListProposals(ctx context.Context, tenantID, status string) 
 	if err != nil {
 		return nil, err
 	}
-	scoped, sales, err := v.MemberSaleScope(ctx, tenantID, v.UserID)
+	p, err := v.scope(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	out := all[:0]
-	for _, p := range all {
-		if ProposalVisibleTo(scoped, sales, p) {
-			out = append(out, p)
+	for _, prop := range all {
+		if p.MaySeeProposal(prop) {
+			out = append(out, prop)
 		}
 	}
 	return out, nil
@@ -426,6 +416,113 @@ func (v SellerView) DenyProposal(ctx context.Context, tenantID, proposalID, acto
 		return err
 	}
 	return v.Store.DenyProposal(ctx, tenantID, proposalID, actorID, surface, reason)
+}
+
+// ListGrants lists the tenant's grants whose proposal the seller may see:
+// a grant follows its proposal, as the live row level security on
+// approval_grants has it.
+func (v SellerView) ListGrants(ctx context.Context, tenantID, status string) ([]domain.Grant, error) {
+	all, err := v.Store.ListGrants(ctx, tenantID, status)
+	if err != nil {
+		return nil, err
+	}
+	p, err := v.scope(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if !p.SaleScoped {
+		return all, nil
+	}
+	seen := map[string]bool{} // proposal id → visible
+	out := all[:0]
+	for _, g := range all {
+		ok, known := seen[g.ProposalID]
+		if !known {
+			if ok, err = v.proposalVisible(ctx, p, g.ProposalID); err != nil {
+				return nil, err
+			}
+			seen[g.ProposalID] = ok
+		}
+		if ok {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// proposalVisible reports whether p sees the proposal id of its tenant; a
+// proposal it cannot read at all is not visible.
+func (v SellerView) proposalVisible(ctx context.Context, p domain.Principal, id string) (bool, error) {
+	prop, err := v.getProposal(ctx, v.r, p.TenantID, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return p.MaySeeProposal(prop), nil
+}
+
+// RevokeGrant refuses a grant of a proposal the seller may not see exactly
+// as the store refuses a missing grant, before the store revokes it.
+func (v SellerView) RevokeGrant(ctx context.Context, tenantID, grantID, actorID string) (domain.Grant, error) {
+	var proposalID string
+	err := v.r.QueryRowContext(ctx, "SELECT proposal_id FROM approval_grants WHERE tenant_id = ? AND id = ?", tenantID, grantID).Scan(&proposalID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Missing, or another tenant's: the store gives the answer.
+	case err != nil:
+		return domain.Grant{}, v.dbErr("revoke grant: scope", err)
+	default:
+		p, err := v.scope(ctx, tenantID)
+		if err != nil {
+			return domain.Grant{}, err
+		}
+		ok, err := v.proposalVisible(ctx, p, proposalID)
+		if err != nil {
+			return domain.Grant{}, err
+		}
+		if !ok {
+			return domain.Grant{}, domain.UnknownRef("grant", grantID, false)
+		}
+	}
+	return v.Store.RevokeGrant(ctx, tenantID, grantID, actorID)
+}
+
+// AuditTrail returns the events of one correlation id of the tenant (a
+// proposal, its approval and its execution) in append order, only when it
+// is the correlation of a proposal the seller may see. Any other — none
+// given, a correlation of no proposal, or of a proposal of an unassigned
+// sale — has no events, as a missing one has none.
+func (v SellerView) AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error) {
+	if correlationID == "" {
+		return nil, nil // an empty filter field would match everything
+	}
+	p, err := v.scope(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := v.r.QueryContext(ctx, "SELECT "+proposalCols+" FROM proposals WHERE tenant_id = ? AND correlation_id = ?", tenantID, correlationID)
+	if err != nil {
+		return nil, v.dbErr("audit trail: proposal", err)
+	}
+	found, ok := false, true
+	for rows.Next() {
+		prop, _, err := scanProposal(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, v.dbErr("audit trail: proposal", err)
+		}
+		found = true
+		ok = ok && p.MaySeeProposal(prop)
+	}
+	if err := cmpErr(rows.Err(), rows.Close()); err != nil {
+		return nil, v.dbErr("audit trail: proposal", err)
+	}
+	if !found || !ok {
+		return []domain.Event{}, nil
+	}
+	return v.Events(ctx, EventFilter{TenantID: tenantID, CorrelationID: correlationID})
 }
 
 // cmpErr is err when there is one, else fallback.

@@ -114,16 +114,9 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// storeBackend is the store as the terminal sees it (the command has the
-// same two-line adapter).
+// storeBackend is the store as the terminal sees it (the command's
+// approveBackend is the same: the store acting as the seller).
 type storeBackend struct{ store.SellerView }
-
-func (b storeBackend) AuditTrail(ctx context.Context, tenantID, corr string) ([]domain.Event, error) {
-	if corr == "" {
-		return nil, nil
-	}
-	return b.Events(ctx, store.EventFilter{TenantID: tenantID, CorrelationID: corr})
-}
 
 func riskOf(tool string) string {
 	if t, ok := catalog.Lookup(tool); ok {

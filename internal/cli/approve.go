@@ -224,20 +224,12 @@ func isInteractive(s IOStreams) bool {
 	return okIn && okOut && term.IsTerminal(in.Fd()) && term.IsTerminal(out.Fd())
 }
 
-// approveBackend is the store as the terminal sees it; only the audit
-// trail needs adapting, because the store's event filter is its own type.
-// It is the store acting as the seller (store.SellerView), so a sale-scoped
-// seller's queue, detail and decisions cover only its assigned sales.
+// approveBackend is the store as the terminal sees it: the store acting as
+// the seller (store.SellerView), so a sale-scoped seller's queue, detail,
+// grants, decisions and audit trails cover only its assigned sales.
 type approveBackend struct{ store.SellerView }
 
 var (
 	_ tui.Backend = approveBackend{}
 	_ tui.Backend = (*live.Seller)(nil) // the live terminal runs on the signed-in seller
 )
-
-func (b approveBackend) AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error) {
-	if correlationID == "" {
-		return nil, nil // an empty filter field matches everything
-	}
-	return b.Events(ctx, store.EventFilter{TenantID: tenantID, CorrelationID: correlationID})
-}

@@ -33,6 +33,14 @@ const (
 	PricerClientID    = "mcp_client_c4"
 )
 
+// A manager whose membership of fixtures.DemoTenantID is limited to
+// fixtures.LiveSaleID: a sale-scoped approver (it holds approval.grant),
+// which the fixtures do not have.
+const (
+	ScopedManagerUserID   = "user_c5"
+	ScopedManagerMemberID = "membership_c5"
+)
+
 func token(c byte) string { return domain.TokenPrefix + strings.Repeat(string(c), 52) }
 
 // Hash is how both backends store a credential: hex sha256.
@@ -41,9 +49,9 @@ func Hash(credential string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Dataset is fixtures.Dataset() with credentials for its two clients and
-// four more clients (suspended, revoked, sale-scoped, pricer). Both
-// backends are seeded with it.
+// Dataset is fixtures.Dataset() with credentials for its two clients, four
+// more clients (suspended, revoked, sale-scoped, pricer) and a sale-scoped
+// manager. Both backends are seeded with it.
 func Dataset() domain.Dataset {
 	ds := fixtures.Dataset()
 	for i := range ds.Clients {
@@ -64,5 +72,10 @@ func Dataset() domain.Dataset {
 	add(RevokedClientID, fixtures.CatalogerUserID, domain.ClientRevoked, CredRevoked, "tenant_read", "candidate_write")
 	add(ScopedClientID, fixtures.ScopedCatalogerUserID, domain.ClientActive, CredScoped, "tenant_read", "candidate_write")
 	add(PricerClientID, fixtures.PricerUserID, domain.ClientActive, CredPricer, "tenant_read")
+	ds.Users = append(ds.Users, domain.User{ID: ScopedManagerUserID, DisplayName: "Contract scoped manager", Email: "scoped-manager@heritage-estates.example"})
+	ds.Memberships = append(ds.Memberships, domain.Membership{ID: ScopedManagerMemberID, TenantID: fixtures.DemoTenantID,
+		UserID: ScopedManagerUserID, Role: domain.RoleManager})
+	ds.SaleScopes = append(ds.SaleScopes, domain.SaleScope{MembershipID: ScopedManagerMemberID, TenantID: fixtures.DemoTenantID,
+		SaleIDs: []string{fixtures.LiveSaleID}})
 	return ds
 }

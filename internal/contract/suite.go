@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 	runHardeningLimits(t, open)
 	runReviewLimits(t, open) // suite_review_limits.go: Go's default and narrowed limits, in both backends
+	runReviewScope(t, open)  // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
 }
 
 var ctx = context.Background()

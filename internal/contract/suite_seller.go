@@ -423,7 +423,7 @@ func testSellerAuditTrail(t *testing.T, in Instance) {
 	}
 	trail := trailOf(t, owner, fixtures.DemoTenantID, prop.CorrelationID)
 	if trail == nil {
-		return // the store's events are read through its own filter (the approve command's adapter)
+		return // a surface without an audit read
 	}
 	if ids := eventIDs(trail); !slices.Equal(ids, want) || trail[1].Action != "approval_denied" {
 		t.Fatalf("AuditTrail = %v; want %v", ids, want)
@@ -445,7 +445,7 @@ func testSellerAuditTrail(t *testing.T, in Instance) {
 }
 
 // auditTrailer is the approval terminal's audit read (tui.Backend): the
-// live Seller has it; the store answers through its event filter instead.
+// live Seller and the store's SellerView have it.
 type auditTrailer interface {
 	AuditTrail(ctx context.Context, tenantID, correlationID string) ([]domain.Event, error)
 }

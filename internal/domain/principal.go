@@ -33,6 +33,29 @@ func (p Principal) MaySeeSale(saleID string) bool {
 	return !p.SaleScoped || slices.Contains(p.AssignedSaleIDs, saleID)
 }
 
+// MaySeeProposal reports whether the principal sees a proposal of its
+// tenant: an unscoped member sees every one; a sale-scoped member (§4.3)
+// only one whose every sale — the sale of each target, stored in the
+// proposal when it was made (Proposal.SaleIDs) — is assigned to it. A
+// proposal that names no sale is hidden from a scoped member: it fails
+// closed, since nothing shows the proposal is of an assigned sale. The
+// live database applies the same rule as row level security
+// (trovesnap.ctx_sales_visible).
+func (p Principal) MaySeeProposal(prop Proposal) bool {
+	if !p.SaleScoped {
+		return true
+	}
+	if len(prop.SaleIDs) == 0 {
+		return false
+	}
+	for _, sale := range prop.SaleIDs {
+		if !p.MaySeeSale(sale) {
+			return false
+		}
+	}
+	return true
+}
+
 // Anonymous is the principal of a call without a credential outside mock mode.
 func Anonymous() Principal {
 	return Principal{ActorType: "anonymous", Public: true, ClientStatus: ClientActive}
