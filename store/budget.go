@@ -14,7 +14,8 @@ import (
 // tenant's (its row, else the $0 default). Spent is the estimated cost of the proposals executed since
 // the start of the UTC day — by that client, and by the whole tenant.
 // Only the requesting client executes a proposal, so its requester is the
-// client that spent.
+// client that spent. A cost counts as at least 0: nothing executed can
+// give budget back (the live SQL's paid_spent_today does the same).
 func (s *Store) costBudgets(ctx context.Context, q queryRower, tenantID, clientID string, now time.Time) ([]domain.CostBudget, error) {
 	cl, err := s.effectiveLimits(ctx, q, tenantID, clientID)
 	if err != nil {
@@ -26,7 +27,7 @@ func (s *Store) costBudgets(ctx context.Context, q queryRower, tenantID, clientI
 	}
 	var clientSpent, tenantSpent float64
 	err = q.QueryRowContext(ctx, `SELECT coalesce(sum(CASE WHEN requested_by_client = ? THEN cost END), 0), coalesce(sum(cost), 0)
-		FROM (SELECT requested_by_client, coalesce(json_extract(body, '$.impact.estimated_cost_usd'), 0) AS cost
+		FROM (SELECT requested_by_client, max(coalesce(json_extract(body, '$.impact.estimated_cost_usd'), 0), 0) AS cost
 		      FROM proposals WHERE tenant_id = ? AND status = ? AND executed_at >= ?)`,
 		clientID, tenantID, domain.ProposalExecuted, ts(domain.DayStart(now))).Scan(&clientSpent, &tenantSpent)
 	if err != nil {

@@ -73,6 +73,11 @@ func (s *Store) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, e
 	if g.IssuedBy.Type != domain.IssuerHuman || g.IssuedBy.ActorID == "" || g.IssuedBy.Surface == "" {
 		return domain.Grant{}, domain.Invalid("issued_by", "a human grant names its actor and surface")
 	}
+	// A negative maximum cost would pass every budget check (and NaN
+	// compares false with every limit): a grant's cost is an amount.
+	if !domain.ValidUSD(g.Constraints.MaxCostUSD) {
+		return domain.Grant{}, domain.Invalid("maximum_cost_usd", "a grant's maximum cost must be a finite amount of at least 0")
+	}
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		prop, corr, err := scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalCols+" FROM proposals WHERE id = ?", g.ProposalID))
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && prop.TenantID != g.TenantID) {

@@ -11,9 +11,8 @@ import (
 
 // SetLimits stores the limits of a tenant (clientID "") or of one client.
 func (s *Store) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
-	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
-		return domain.Invalid("limits", "must not be negative")
+	if err := l.Validate(); err != nil {
+		return err
 	}
 	// The candidate quota is the tenant's: a client's row leaves it NULL,
 	// and so does 0 (the default: see domain.Limits).

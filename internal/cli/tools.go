@@ -163,6 +163,11 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if (fl.Changed("candidates") && quotaCands < 1) || (fl.Changed("candidate-bytes") && quotaBytes < 1) {
 				return usageError{fmt.Errorf("--candidates and --candidate-bytes must be at least 1")}
 			}
+			// NaN or Inf would parse as a float, compare false with every
+			// cost (so no budget at all) and not even count as a raise.
+			if fl.Changed("paid-usd-per-day") && !domain.ValidUSD(paid) {
+				return usageError{fmt.Errorf("--paid-usd-per-day must be a finite amount of at least 0, not %v", paid)}
+			}
 			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {

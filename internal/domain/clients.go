@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -134,6 +135,25 @@ func DefaultLimits() Limits {
 	return Limits{ReadsPerMinute: 120, CandidateWritesPerMinute: 20, ProposalsPerMinute: 20, ControlledActionsPerMinute: 10, MaxBulkTargets: 50,
 		RejectedPerMinute: DefaultRejectedPerMinute, MaxOpenCandidates: DefaultMaxOpenCandidates, MaxCandidateBytes: DefaultMaxCandidateBytes}
 }
+
+// Validate refuses limits no seller can mean: a negative value, or a paid
+// budget that is not a finite amount. NaN compares false with everything,
+// so a NaN budget would never refuse a cost (nor count as a raise); +Inf is
+// no budget at all. Every Backend's SetLimits calls it before writing.
+func (l Limits) Validate() error {
+	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
+		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
+		return Invalid("limits", "must not be negative")
+	}
+	if !ValidUSD(l.MaxDailyPaidCostUSD) {
+		return Invalid("limits", "maximum_daily_paid_cost_usd must be a finite amount of at least 0")
+	}
+	return nil
+}
+
+// ValidUSD reports whether v is an amount a budget or a grant's maximum
+// cost may hold: finite and not negative.
+func ValidUSD(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
 // Effective returns l with each 0 that means a default replaced by that
 // default: the rejected budget and the two quota fields. Comparing limits

@@ -103,9 +103,8 @@ func (s *Seller) PrincipalForClient(ctx context.Context, id string) (domain.Prin
 // SetLimits stores the limits of a tenant (clientID "") or of one of its
 // clients (client.manage).
 func (s *Seller) SetLimits(ctx context.Context, tenantID, clientID string, l domain.Limits) error {
-	if l.ReadsPerMinute < 0 || l.CandidateWritesPerMinute < 0 || l.ProposalsPerMinute < 0 || l.ControlledActionsPerMinute < 0 ||
-		l.MaxBulkTargets < 0 || l.MaxDailyPaidCostUSD < 0 || l.RejectedPerMinute < 0 || l.MaxOpenCandidates < 0 || l.MaxCandidateBytes < 0 {
-		return domain.Invalid("limits", "must not be negative")
+	if err := l.Validate(); err != nil {
+		return err
 	}
 	err := s.call(ctx, "seller_set_limits", map[string]any{
 		"p_tenant_id":                     tenantID,
