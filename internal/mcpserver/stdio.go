@@ -40,13 +40,7 @@ const frameEnvelopeBytes = 64 << 10
 // larger than a tool could accept is ever held whole.
 func MaxFrameBytes() int { return maxFrameBytes() }
 
-var maxFrameBytes = sync.OnceValue(func() int {
-	limit := catalog.MaxArgumentBytes
-	for _, t := range catalog.All() {
-		limit = max(limit, t.MaxArgumentBytes)
-	}
-	return limit + frameEnvelopeBytes
-})
+var maxFrameBytes = sync.OnceValue(func() int { return catalog.MaxToolArgumentBytes() + frameEnvelopeBytes })
 
 // maxEchoedID bounds the id the guard copies into the error it answers.
 const maxEchoedID = 256
@@ -244,7 +238,7 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 	case sc.methodOK && string(sc.method) != "tools/call":
 		return catalog.MaxArgumentBytes + frameEnvelopeBytes
 	case sc.nameOK:
-		return gate.ArgumentLimit(sc.name) + frameEnvelopeBytes
+		return catalog.ArgumentLimit(sc.name) + frameEnvelopeBytes
 	}
 	return MaxFrameBytes()
 }
@@ -257,7 +251,7 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 // the call with its arguments held aside (see Admitter).
 func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	if c.adm != nil && sc.toolCall() {
-		if id, ok := sc.jsonrpcID(); ok && sc.argsLen > gate.ArgumentLimit(sc.name) {
+		if id, ok := sc.jsonrpcID(); ok && sc.argsLen > catalog.ArgumentLimit(sc.name) {
 			if c.busy(id) {
 				return nil, rpcError(sc.replyID(), jsonrpc.CodeInvalidRequest, msgIDInUse)
 			}
