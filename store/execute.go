@@ -106,11 +106,11 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 		if err != nil {
 			return "", s.dbErr("load grant", err)
 		}
+		// The grant's binding (BoundTo) is its proposal's requester, read from
+		// the same row; RequireRequester refused any other principal above.
 		switch {
 		case g.TenantID != prop.TenantID || g.ProposalID != prop.ID || g.Tool != prop.Tool.Name:
 			return "", fmt.Errorf("grant %s is for another proposal: %w", g.ID, domain.ErrApprovalInvalid)
-		case g.BoundTo != prop.RequestedBy:
-			return "", fmt.Errorf("grant %s is bound to another client: %w", g.ID, domain.ErrApprovalInvalid)
 		case g.ProposalHash != prop.Hash:
 			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrProposalChanged)
 		case g.Status == domain.GrantRevoked:

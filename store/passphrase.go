@@ -65,8 +65,8 @@ const (
 	passphraseKeyLen      = 32
 )
 
-// PassphraseHash derives the argon2id key of pass with salt and p.
-func PassphraseHash(pass, salt []byte, p PassphraseParams) []byte {
+// passphraseHash derives the argon2id key of pass with salt and p.
+func passphraseHash(pass, salt []byte, p PassphraseParams) []byte {
 	return argon2.IDKey(pass, salt, p.Time, p.MemoryKiB, p.Threads, passphraseKeyLen)
 }
 
@@ -206,7 +206,7 @@ func newPassphraseHash(pass []byte) (salt, hash []byte, err error) {
 	if _, err := rand.Read(salt); err != nil {
 		return nil, nil, fmt.Errorf("store: passphrase salt: %w", err)
 	}
-	return salt, PassphraseHash(pass, salt, DefaultPassphraseParams), nil
+	return salt, passphraseHash(pass, salt, DefaultPassphraseParams), nil
 }
 
 // PassphraseAttempt describes a command that asks for the passphrase, for
@@ -227,7 +227,7 @@ func (s *Store) VerifyPassphrase(ctx context.Context, pass []byte, a PassphraseA
 	if err != nil {
 		return "", err
 	}
-	got := PassphraseHash(pass, r.salt, r.Params)
+	got := passphraseHash(pass, r.salt, r.Params)
 	if subtle.ConstantTimeCompare(got, r.hash) != 1 {
 		return "", s.failPassphraseAttempt(ctx, a)
 	}

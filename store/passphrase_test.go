@@ -47,7 +47,7 @@ func TestHardening_PassphraseIsAnArgon2idHashWithSaltAndParameters(t *testing.T)
 	if mem < 64*1024 || tc < 2 {
 		t.Fatalf("parameters weaker than 64 MiB × 2 passes: %+v", p)
 	}
-	if bytes.Contains(hash, []byte(goodPass)) || !bytes.Equal(hash, PassphraseHash([]byte(goodPass), salt, p)) {
+	if bytes.Contains(hash, []byte(goodPass)) || !bytes.Equal(hash, passphraseHash([]byte(goodPass), salt, p)) {
 		t.Fatal("the stored hash is not argon2id(passphrase, salt)")
 	}
 	// A second store with the same passphrase gets another salt.

@@ -127,14 +127,9 @@ func (x env) review(id string) reviewResult {
 		return reviewResult{err: humanError(err, x.wait)}
 	}
 	out := reviewResult{Review: r}
+	// The client's effective limits are narrowed by the tenant's: one read.
 	if out.limits, err = x.b.EffectiveLimits(x.ctx, x.tenant, r.Proposal.RequestedBy.ClientID); err != nil {
-		out.limits = domain.DefaultLimits() // the bounds fall back to the spec's defaults
-	}
-	out.paidBudget = out.limits.MaxDailyPaidCostUSD
-	if tl, err := x.b.EffectiveLimits(x.ctx, x.tenant, ""); err != nil {
-		out.paidBudget = 0 // unreadable: no paid grant
-	} else {
-		out.paidBudget = min(out.paidBudget, tl.MaxDailyPaidCostUSD)
+		out.limits = domain.DefaultLimits() // the bounds fall back to the spec's defaults: no paid grant
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -40,9 +42,13 @@ func TestHardening_ApproveRefusesAGrantOverTheDailyPaidBudget(t *testing.T) {
 	setBudget(0.01)
 
 	m := h.open(fixtures.DemoUserID)
+	m = h.update(m, tea.WindowSizeMsg{Width: 240, Height: 24}) // the whole refusal on one line
 	before := h.digest()
 	m = h.press(m, "a")
-	mustContain(t, m, fmt.Sprintf("✗ cannot approve %s: it costs $%.2f, more than the daily paid", pid, cost))
+	// The backend's own rule and words (domain.CheckGrantCost): the smallest
+	// grant the proposal needs allows its cost, over the client's budget
+	// (narrowed by the tenant's).
+	mustContain(t, m, fmt.Sprintf("✗ cannot approve %s: a grant of up to $%.2f exceeds the client's daily paid budget of $0.01: raise the budget with", pid, cost))
 	m = h.press(m, "y")
 	if gs := h.grants(""); len(gs) != 0 || h.proposal(pid).Status != domain.ProposalPending {
 		t.Fatalf("a grant over budget was issued: %+v", gs)
@@ -53,6 +59,18 @@ func TestHardening_ApproveRefusesAGrantOverTheDailyPaidBudget(t *testing.T) {
 
 	// Within budget, the cost field is bounded by the budget, not above it.
 	setBudget(cost + 1)
+	m = h.tick(m, 2*time.Second)
+	m = h.press(m, "a")
+	mustContain(t, m, "Approve "+pid+"?", fmt.Sprintf("($%.2f–$%.2f)", cost, cost+1))
+
+	// A client row with a larger budget does not widen the bound: the
+	// client's effective limits are narrowed by the tenant's (one read).
+	cl := domain.DefaultLimits()
+	cl.MaxDailyPaidCostUSD = cost + 100
+	if err := h.st.SetLimits(context.Background(), fixtures.DemoTenantID, h.proposal(pid).RequestedBy.ClientID, cl); err != nil {
+		t.Fatal(err)
+	}
+	m = h.press(m, "esc")
 	m = h.tick(m, 2*time.Second)
 	m = h.press(m, "a")
 	mustContain(t, m, "Approve "+pid+"?", fmt.Sprintf("($%.2f–$%.2f)", cost, cost+1))

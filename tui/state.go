@@ -37,11 +37,11 @@ type state struct {
 // a grant for it.
 type reviewResult struct {
 	approval.Review
+	// limits are the requesting client's effective limits: already narrowed
+	// by the tenant's (domain.Narrow), so their paid budget is the smaller
+	// of the two, and no grant may allow more (the backend refuses it).
 	limits domain.Limits
-	// paidBudget is the smaller of the requesting client's and the tenant's
-	// daily paid budgets: no grant may allow more (the backend refuses it).
-	paidBudget float64
-	err        error
+	err    error
 }
 
 type trailResult struct {
@@ -89,11 +89,19 @@ func problem(r reviewResult, now time.Time) string {
 		return "the proposal is " + statusWord(p.Status) + ": there is nothing to decide"
 	case len(r.Stale) > 0:
 		return fmt.Sprintf("stale: %v changed since the proposal was made; ask the agent for a new proposal", r.Stale)
-	case p.Impact.EstimatedCostUSD > r.paidBudget:
-		return fmt.Sprintf("it costs $%.2f, more than the daily paid budget of $%.2f: raise it with `trovesnap limits set --paid-usd-per-day` or deny it",
-			p.Impact.EstimatedCostUSD, r.paidBudget)
+	}
+	// The rule the backend applies when it issues the grant: the smallest
+	// grant this proposal needs allows its estimated cost.
+	if err := domain.CheckGrantCost(p.Impact.EstimatedCostUSD, r.paidBudget()); err != nil {
+		return err.Error()
 	}
 	return ""
+}
+
+// paidBudget is the daily paid budget a grant for this proposal must stay
+// within: the requesting client's, narrowed by the tenant's.
+func (r reviewResult) paidBudget() domain.CostBudget {
+	return domain.CostBudget{Scope: domain.BudgetClient, LimitUSD: r.limits.MaxDailyPaidCostUSD}
 }
 
 func statusWord(s string) string {
@@ -134,7 +142,7 @@ func boundsFor(r reviewResult, now time.Time) grantBounds {
 	need := approval.DefaultConstraints(p)
 	b := grantBounds{
 		minItems: need.MaxItems, maxItems: max(need.MaxItems, r.limits.MaxBulkTargets),
-		minCost: need.MaxCostUSD, maxCost: r.paidBudget,
+		minCost: need.MaxCostUSD, maxCost: r.limits.MaxDailyPaidCostUSD,
 		needPub: need.AllowPublication, needNotif: need.AllowNotifications,
 	}
 	// A grant is capped at its proposal's expiry anyway; offering more

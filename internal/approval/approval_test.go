@@ -106,7 +106,6 @@ func TestResolve_Grants(t *testing.T) {
 		{name: "grant for other targets", grant: func(g *domain.Grant) { g.TargetIDs = []string{"item_1", "item_2"} }, want: domain.ErrApprovalInvalid},
 		{name: "grant of another tenant", grant: func(g *domain.Grant) { g.TenantID = "tenant_456" }, want: domain.ErrApprovalInvalid},
 		{name: "constraints too narrow", grant: func(g *domain.Grant) { g.Constraints.MaxItems = 0 }, want: domain.ErrApprovalInvalid},
-		{name: "grant bound to another client", grant: func(g *domain.Grant) { g.BoundTo.ClientID = "mcp_client_99" }, want: domain.ErrApprovalInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

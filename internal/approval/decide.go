@@ -92,7 +92,12 @@ func Resolve(now time.Time, tool string, principal domain.Principal, p domain.Pr
 	return block(DecisionHumanRequired, domain.ErrApprovalRequired, reason)
 }
 
-// checkGrant checks one grant against the proposal and tool.
+// checkGrant checks one grant against the proposal and tool. Its binding
+// (BoundTo) is not compared: both backends make it the requester of the
+// proposal the grant is for (the store reads it from the proposal row; live
+// stores it from the proposal at issue, immutable), the first case below
+// holds the grant to p, and Resolve has already refused, by
+// RequireRequester, any principal but p's requester.
 func checkGrant(now time.Time, tool string, p domain.Proposal, g domain.Grant) Decision {
 	bad := func(decision string, sentinel error, reason string) Decision {
 		return Decision{Decision: decision, Err: fmt.Errorf("grant %s: %s: %w", g.ID, reason, sentinel), Reason: reason}
@@ -104,8 +109,6 @@ func checkGrant(now time.Time, tool string, p domain.Proposal, g domain.Grant) D
 		return bad(DecisionBlocked, domain.ErrProposalChanged, "issued for another version of the proposal")
 	case g.Tool != tool:
 		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "issued for "+g.Tool)
-	case g.BoundTo != (domain.Requester{}) && g.BoundTo != p.RequestedBy:
-		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "bound to another client")
 	case !sameSet(g.TargetIDs, p.TargetIDs):
 		return bad(DecisionBlocked, domain.ErrApprovalInvalid, "issued for other targets")
 	case g.Status == domain.GrantRevoked || g.RevokedAt != nil:

@@ -48,6 +48,38 @@ type WriteCommon struct {
 	IdempotencyKey string `json:"idempotency_key" jsonschema:"required: a unique key per intended write (8-255 chars of A-Z a-z 0-9 . _ : -); retrying with the same key and input returns the original result" ts:"max=255,pattern=^[A-Za-z0-9._:-]{8,255}$"`
 }
 
+// ArgumentLimit is the size limit of the whole arguments object of the
+// tool named name: the tool's own MaxArgumentBytes where it sets one, else
+// MaxArgumentBytes (also for an unknown name). The gate and the stdio guard
+// refuse by it; the tool's decode holds the same limit.
+func ArgumentLimit(name string) int {
+	if t, ok := Lookup(name); ok {
+		return t.argumentLimit()
+	}
+	return MaxArgumentBytes
+}
+
+// MaxToolArgumentBytes is the largest ArgumentLimit of any tool: the
+// largest arguments object the server ever accepts.
+func MaxToolArgumentBytes() int { return maxToolArgumentBytes() }
+
+var maxToolArgumentBytes = sync.OnceValue(func() int {
+	limit := MaxArgumentBytes
+	for _, t := range All() {
+		limit = max(limit, t.argumentLimit())
+	}
+	return limit
+})
+
+// argumentLimit is the one rule behind ArgumentLimit, for a definition
+// (define cannot look itself up: the catalog is being built).
+func (d Definition) argumentLimit() int {
+	if d.MaxArgumentBytes > 0 {
+		return d.MaxArgumentBytes
+	}
+	return MaxArgumentBytes
+}
+
 // define builds a Tool from a definition and a typed handler. The input
 // schema is inferred from In (strict: additionalProperties false) and
 // tightened by `ts` struct tags: id=PREFIX, max=N, min=N, pattern=RE,
@@ -71,10 +103,7 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 		InputSchemaHash:  schemaHash(in),
 		OutputSchemaHash: schemaHash(out),
 	}
-	limit := MaxArgumentBytes
-	if d.MaxArgumentBytes > 0 {
-		limit = d.MaxArgumentBytes
-	}
+	limit := d.argumentLimit()
 	// Resolving compiles every pattern: done on a tool's first call rather
 	// than at start-up, which keeps a server's cold start short. The catalog
 	// test decodes through every tool, so a bad schema still fails the build.

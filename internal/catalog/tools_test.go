@@ -204,7 +204,7 @@ func TestCatalog_TagLiterals(t *testing.T) {
 			t.Errorf("%s.%s maxLength %v, want %d", c.tool, c.field, p.MaxLength, c.max)
 		}
 		tl, _ := Lookup(c.tool)
-		if limit := max(tl.MaxArgumentBytes, MaxArgumentBytes); limit < c.max+1024 {
+		if limit := ArgumentLimit(tl.Name); limit < c.max+1024 {
 			t.Errorf("%s: argument limit %d cannot carry a %s of %d bytes", c.tool, limit, c.field, c.max)
 		}
 	}

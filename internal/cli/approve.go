@@ -85,10 +85,9 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 	if err != nil {
 		return err
 	}
+	// The agent-shell tripwire runs once, in authorize, before the
+	// passphrase is asked in either mode.
 	gate := sellerGate{Command: "approve", Tenant: o.Tenant, Claims: []claim{{"--as", o.As}}, Prompt: f.IO.Out, Terminal: d.passphrase}
-	if err := refuseAgentShell(ctx, f, cfg, nil, gate); err != nil {
-		return err
-	}
 	if cfg.Mode == domain.ModeLive {
 		return approveLive(ctx, f, cfg, o, d, gate)
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -442,37 +441,6 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// limitsRaised names the limits next raises above cur. Every field of
-// domain.Limits is a ceiling, so a larger number widens what a client may
-// do; fields added later are compared the same way. The comparison is of
-// effective values: where 0 means the default (the rejected budget, the
-// quota), 0 is that default, not the smallest value, so 5 → 0 is a raise.
-func limitsRaised(cur, next domain.Limits) []string {
-	cur, next = cur.Effective(), next.Effective()
-	var out []string
-	c, n := reflect.ValueOf(cur), reflect.ValueOf(next)
-	for i := 0; i < c.NumField(); i++ {
-		name := c.Type().Field(i).Tag.Get("json")
-		name, _, _ = strings.Cut(name, ",")
-		a, b := c.Field(i), n.Field(i)
-		switch a.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			if b.Int() > a.Int() {
-				out = append(out, name)
-			}
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			if b.Uint() > a.Uint() {
-				out = append(out, name)
-			}
-		case reflect.Float32, reflect.Float64:
-			if b.Float() > a.Float() {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }
 
 // clientError is adminError for the client and limits commands, which in

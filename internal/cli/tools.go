@@ -191,7 +191,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 				if fl.Changed("candidate-bytes") {
 					l.MaxCandidateBytes = quotaBytes
 				}
-				if raised := limitsRaised(cur, l); len(raised) > 0 { // raising widens authority; lowering needs nothing
+				if raised := cur.Raises(l); len(raised) > 0 { // raising widens authority; lowering needs nothing
 					g := sellerGate{Command: "limits set (raising " + strings.Join(raised, ", ") + ")", Tenant: tenant, Stdin: limitsPassStdin}
 					if _, err := authorizeFor(cmd.Context(), f, cfg, a, g); err != nil {
 						return err

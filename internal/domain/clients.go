@@ -172,6 +172,32 @@ func (l Limits) Effective() Limits {
 	return l
 }
 
+// Raises names, by their JSON names, the fields whose effective value next
+// raises above l. Every field of Limits is a ceiling, so a larger number
+// widens what a client may do and a raise needs the seller's passphrase.
+// The comparison is of effective values (see Effective): where 0 means the
+// default, 5 → 0 is a raise to that default. The fields are listed one by
+// one; a test fails when a field of Limits is not.
+func (l Limits) Raises(next Limits) []string {
+	c, n := l.Effective(), next.Effective()
+	var out []string
+	up := func(raised bool, name string) {
+		if raised {
+			out = append(out, name)
+		}
+	}
+	up(n.ReadsPerMinute > c.ReadsPerMinute, "read_calls_per_minute")
+	up(n.CandidateWritesPerMinute > c.CandidateWritesPerMinute, "candidate_writes_per_minute")
+	up(n.ProposalsPerMinute > c.ProposalsPerMinute, "proposals_per_minute")
+	up(n.ControlledActionsPerMinute > c.ControlledActionsPerMinute, "controlled_actions_per_minute")
+	up(n.MaxBulkTargets > c.MaxBulkTargets, "maximum_bulk_targets")
+	up(n.MaxDailyPaidCostUSD > c.MaxDailyPaidCostUSD, "maximum_daily_paid_cost_usd")
+	up(n.RejectedPerMinute > c.RejectedPerMinute, "rejected_calls_per_minute")
+	up(n.MaxOpenCandidates > c.MaxOpenCandidates, "maximum_open_candidates")
+	up(n.MaxCandidateBytes > c.MaxCandidateBytes, "maximum_candidate_bytes")
+	return out
+}
+
 // Narrow returns the limits of a client whose own row is client under a
 // tenant whose row is tenant (DefaultLimits where the tenant has none; a
 // client without a row of its own has the tenant's): per class the smaller

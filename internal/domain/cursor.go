@@ -59,9 +59,9 @@ func NewCursorCodec(key []byte) (*CursorCodec, error) {
 	return &CursorCodec{key: append([]byte(nil), key...)}, nil
 }
 
-// CursorMAC is the MAC of a cursor's two encoded parts for a list kind and
+// cursorMAC is the MAC of a cursor's two encoded parts for a list kind and
 // tenant. The live SQL (trovesnap.cursor_mac) computes the same bytes.
-func CursorMAC(key []byte, kind, tenantID, keyPart, idPart string) []byte {
+func cursorMAC(key []byte, kind, tenantID, keyPart, idPart string) []byte {
 	m := hmac.New(sha256.New, key)
 	// Kind and tenant never contain a newline (ids and our own constants).
 	m.Write([]byte("trovesnap-cursor-v2\n" + kind + "\n" + tenantID + "\n" + keyPart + "." + idPart))
@@ -71,7 +71,7 @@ func CursorMAC(key []byte, kind, tenantID, keyPart, idPart string) []byte {
 // Encode makes the opaque cursor of the row after k.
 func (c *CursorCodec) Encode(kind, tenantID string, k Keyset) string {
 	kp, ip := cursorB64.EncodeToString([]byte(k.Key)), cursorB64.EncodeToString([]byte(k.ID))
-	return cursorPrefix + kp + "." + ip + "." + cursorB64.EncodeToString(CursorMAC(c.key, kind, tenantID, kp, ip))
+	return cursorPrefix + kp + "." + ip + "." + cursorB64.EncodeToString(cursorMAC(c.key, kind, tenantID, kp, ip))
 }
 
 // BadCursor is the one answer to every cursor that is not ours for this list.
@@ -89,7 +89,7 @@ func (c *CursorCodec) Decode(kind, tenantID, s string) (*Keyset, error) {
 	if !ok {
 		return nil, BadCursor()
 	}
-	want := CursorMAC(c.key, kind, tenantID, kp, ip)
+	want := cursorMAC(c.key, kind, tenantID, kp, ip)
 	if !hmac.Equal(mac, want) {
 		return nil, BadCursor()
 	}

@@ -31,15 +31,6 @@ func (a *Admission) Release() {
 	}
 }
 
-// ArgumentLimit is the size limit of a tool's whole arguments object; an
-// unknown tool gets the default.
-func ArgumentLimit(tool string) int {
-	if t, ok := catalog.Lookup(tool); ok && t.MaxArgumentBytes > 0 {
-		return t.MaxArgumentBytes
-	}
-	return catalog.MaxArgumentBytes
-}
-
 // Admit decides the raw arguments of one call of tool, size bytes long:
 // over the tool's limit they are refused at once (invalid_input, field
 // arguments); within it they take size bytes from the budget, waiting at
@@ -49,7 +40,7 @@ func ArgumentLimit(tool string) int {
 // A refused call must still be invoked (with the Admission in its Call) so
 // that its one plugin_event is written and the client gets its envelope.
 func (g *Gate) Admit(ctx context.Context, tool string, size int, inputHash string) *Admission {
-	if limit := ArgumentLimit(tool); size > limit {
+	if limit := catalog.ArgumentLimit(tool); size > limit {
 		return &Admission{hash: inputHash, refusal: oversize(limit)}
 	}
 	release, ok := g.argMem.acquire(ctx, size, argumentWait)

@@ -53,11 +53,13 @@ type Options struct {
 }
 
 // DefaultArgumentBytesInFlight is the gate-wide budget of argument bytes in
-// flight. Decoding, validating and canonicalising arguments costs a few
-// times their size (an 11 MB photo call peaks near 60 MB of live heap), so
-// one call of the largest tools runs at a time while small calls share the
-// rest: peak memory stays bounded whatever arrives.
-const DefaultArgumentBytesInFlight = 12 << 20
+// flight: the largest arguments any tool accepts
+// (catalog.MaxToolArgumentBytes, 12 MiB). Decoding, validating and
+// canonicalising arguments costs a few times their size (an 11 MB photo
+// call peaks near 60 MB of live heap), so one call of the largest tools
+// runs at a time while small calls share the rest: peak memory stays
+// bounded whatever arrives.
+func DefaultArgumentBytesInFlight() int { return catalog.MaxToolArgumentBytes() }
 
 // argumentWait is how long a call may wait for its argument bytes before it
 // is refused as service_unavailable (retryable).
@@ -91,7 +93,7 @@ func New(o Options) *Gate {
 	g.tel = newTelemetry(o.TracerProvider, o.MeterProvider, g.log)
 	budget := o.ArgumentBytesInFlight
 	if budget <= 0 {
-		budget = DefaultArgumentBytesInFlight
+		budget = DefaultArgumentBytesInFlight()
 	}
 	g.argMem = newByteBudget(budget)
 	return g
@@ -198,7 +200,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	if adm == nil {
 		adm = g.Admit(reqCtx, c.Tool, len(c.Arguments), "")
 		defer adm.Release()
-	} else if limit := ArgumentLimit(c.Tool); !adm.Refused() && len(c.Arguments) > limit {
+	} else if limit := catalog.ArgumentLimit(c.Tool); !adm.Refused() && len(c.Arguments) > limit {
 		adm = &Admission{refusal: oversize(limit)} // the transport measured other bytes
 	}
 	if !adm.Refused() && catalog.TooManyValues(c.Arguments) {

@@ -40,13 +40,7 @@ const frameEnvelopeBytes = 64 << 10
 // larger than a tool could accept is ever held whole.
 func MaxFrameBytes() int { return maxFrameBytes() }
 
-var maxFrameBytes = sync.OnceValue(func() int {
-	limit := catalog.MaxArgumentBytes
-	for _, t := range catalog.All() {
-		limit = max(limit, t.MaxArgumentBytes)
-	}
-	return limit + frameEnvelopeBytes
-})
+var maxFrameBytes = sync.OnceValue(func() int { return catalog.MaxToolArgumentBytes() + frameEnvelopeBytes })
 
 // maxEchoedID bounds the id the guard copies into the error it answers.
 const maxEchoedID = 256
@@ -245,7 +239,7 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 	case sc.methodOK && string(sc.method) != "tools/call":
 		return catalog.MaxArgumentBytes + frameEnvelopeBytes
 	case sc.nameOK:
-		return gate.ArgumentLimit(sc.name) + frameEnvelopeBytes
+		return catalog.ArgumentLimit(sc.name) + frameEnvelopeBytes
 	}
 	return MaxFrameBytes()
 }
@@ -266,7 +260,7 @@ func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 		if id, ok := sc.jsonrpcID(); ok {
 			var refusal *gate.Admission
 			switch {
-			case sc.argsLen > gate.ArgumentLimit(sc.name):
+			case sc.argsLen > catalog.ArgumentLimit(sc.name):
 				refusal = c.adm.gate.Admit(c.ctx, sc.name, sc.argsLen, sc.argsHash()) // the size refusal
 			case sc.tooDeep:
 				refusal = gate.RefuseArguments("arguments", fmt.Sprintf("the call (its arguments or _meta) nests deeper than %d levels", MaxDepth), sc.argsHash())

@@ -418,11 +418,11 @@ func (f facts) codexTOML() string {
 	return b.String()
 }
 
-// HumanCommands are the trovesnap commands an agent must never run: the
+// humanCommands are the trovesnap commands an agent must never run: the
 // ones that grant or widen authority (approve, policy, client, limits,
 // passphrase), sign a seller in (login) or discard the audit log
 // (fixtures). The guards deny them.
-var HumanCommands = []string{"approve", "client", "fixtures", "limits", "login", "passphrase", "policy"}
+var humanCommands = []string{"approve", "client", "fixtures", "limits", "login", "passphrase", "policy"}
 
 // claudeSettings is the part of Claude Code's settings.json the guard sets:
 // permissions.deny rules and the sandbox for the commands the agent runs.
@@ -485,7 +485,7 @@ func (f facts) claudeGuard() claudeSettings {
 		prefixes = append(prefixes, f.command)
 	}
 	for _, p := range prefixes {
-		for _, c := range HumanCommands {
+		for _, c := range humanCommands {
 			deny = append(deny, "Bash("+p+" "+c+" *)")
 		}
 	}

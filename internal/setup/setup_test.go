@@ -699,7 +699,7 @@ func TestHardening_PreviewsPrintTheHostGuards(t *testing.T) {
 			}
 			var g claudeGuardT
 			decodeStrict(t, cg.Text, &g)
-			for _, cmd := range HumanCommands {
+			for _, cmd := range humanCommands {
 				if !slices.Contains(g.Permissions.Deny, "Bash(trovesnap "+cmd+" *)") {
 					t.Errorf("claude guard does not deny `trovesnap %s`: %v", cmd, g.Permissions.Deny)
 				}
