@@ -62,7 +62,7 @@ func TestReviewCost_IssueGrantRefusesAMaximumCostThatIsNotAnAmount(t *testing.T)
 		return domain.Grant{ID: "approval_rc", TenantID: prop.TenantID, ProposalID: prop.ID, ProposalHash: prop.Hash,
 			IssuedBy: domain.GrantIssuer{Type: domain.IssuerHuman, ActorID: fixtures.DemoUserID, Surface: "test"},
 			Tool:     prop.Tool.Name, TargetIDs: prop.TargetIDs, Constraints: domain.GrantConstraints{MaxItems: 1, MaxCostUSD: maxCost, AllowNotifications: true},
-			Status:   domain.GrantActive, SingleUse: true, IssuedAt: fixtures.Epoch, ExpiresAt: fixtures.Epoch.Add(30 * time.Minute)}
+			Status: domain.GrantActive, SingleUse: true, IssuedAt: fixtures.Epoch, ExpiresAt: fixtures.Epoch.Add(30 * time.Minute)}
 	}
 	seller := s.AsSeller(fixtures.DemoUserID)
 	before := mustDigest(t, s)
