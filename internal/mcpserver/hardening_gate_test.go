@@ -122,6 +122,10 @@ func TestHardening_CancelledCallsRecordExactlyOneEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	digestBefore, err := e.st.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	type call struct {
 		name string
@@ -179,12 +183,15 @@ func TestHardening_CancelledCallsRecordExactlyOneEvent(t *testing.T) {
 	}
 	perTool := map[string]int{}
 	requests := map[string]bool{}
-	writesCommitted := 0
+	writesCommitted, crossTenantBlocked := 0, 0
 	for _, ev := range newEvents {
 		perTool[ev.Tool.Name]++
 		requests[ev.ServerRequestID] = true
 		if ev.Tool.Name == "trove_create_candidate" && ev.Outcome == domain.OutcomeSuccess {
 			writesCommitted++
+		}
+		if ev.ErrorCode == "cross_tenant_reference" && ev.Outcome == domain.OutcomeBlocked {
+			crossTenantBlocked++
 		}
 	}
 	if len(newEvents) != len(calls) || len(requests) != len(calls) {
@@ -200,6 +207,25 @@ func TestHardening_CancelledCallsRecordExactlyOneEvent(t *testing.T) {
 	}
 	if got := countsAfter["inventory_candidates"] - countsBefore["inventory_candidates"]; got != int64(writesCommitted) {
 		t.Fatalf("%d candidates written but %d write events say success", got, writesCommitted)
+	}
+	// The client's cancel must not stop the gate: every write it accepted
+	// commits, every cross-tenant probe is recorded as such, and every call
+	// was counted against the rate limits.
+	if writesCommitted != each {
+		t.Errorf("%d of %d cancelled candidate writes committed: the gate stopped on the client's cancel", writesCommitted, each)
+	}
+	if got := countsAfter["inventory_candidates"] - countsBefore["inventory_candidates"]; got != each {
+		t.Errorf("inventory_candidates grew by %d, want %d", got, each)
+	}
+	if crossTenantBlocked != each {
+		t.Errorf("%d blocked cross_tenant_reference events, want %d (one per probe)", crossTenantBlocked, each)
+	}
+	digestAfter, err := e.st.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digestAfter["rate_counters"] == digestBefore["rate_counters"] {
+		t.Error("rate_counters unchanged: the cancelled calls were not counted")
 	}
 }
 
