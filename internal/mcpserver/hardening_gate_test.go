@@ -400,6 +400,15 @@ func TestHardening_SuspendedClientFloodIsRateLimited(t *testing.T) {
 			t.Fatalf("a suspended client's call answered %s", env.raw)
 		}
 		codes[env.Errors[0].Code]++
+		evs := e.events(env.ServerRequestID)
+		if len(evs) != 1 || evs[0].ErrorCode != env.Errors[0].Code {
+			t.Fatalf("call answered %s: want one event with that code, got %+v", env.Errors[0].Code, evs)
+		}
+		// The refusal past the budget records why it was counted apart: the
+		// credential resolved to a suspended client.
+		if env.Errors[0].Code == "rate_limited" && evs[0].AuditCode != "unresolved_client_suspended" {
+			t.Fatalf("rate_limited event has audit code %q, want unresolved_client_suspended", evs[0].AuditCode)
+		}
 	}
 	if codes["client_suspended"] != 120 || codes["rate_limited"] != calls-120 {
 		t.Fatalf("codes %v; want 120 client_suspended, then rate_limited", codes)
