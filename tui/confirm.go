@@ -164,6 +164,10 @@ func (a approveScreen) view(s *state, w, h int) []string {
 	if why := problem(r, s.now); why != "" {
 		head = append(head, st.bad.Render("✗ cannot be approved: "+why))
 	}
+	hash := p.Hash
+	if hashHidden(s, p) {
+		hash = hashWithheld
+	}
 	summary := []string{
 		fmt.Sprintf("  %s runs %s on %s:", p.Tool.Name, p.Action, plural(len(p.TargetIDs), "target", "targets")),
 		"  " + strings.Join(p.TargetIDs, ", "),
@@ -172,7 +176,7 @@ func (a approveScreen) view(s *state, w, h int) []string {
 		fmt.Sprintf("  notifies %d buyers · %d external deliveries · costs $%.2f", p.Impact.NotificationsSent, p.Impact.ExternalDeliveries, p.Impact.EstimatedCostUSD),
 		"  bound to exactly this proposal and to the agent that asked for it,",
 		fmt.Sprintf("  %s acting for %s; the proposal's hash is", p.RequestedBy.ClientID, p.RequestedBy.ActorID),
-		"  " + p.Hash,
+		"  " + hash,
 		"",
 		st.title.Render("The grant (single use; only the agent's execution of this proposal can use it)"),
 	}

@@ -104,7 +104,11 @@ func (d detailScreen) lines(s *state) []string {
 	add("created    %s", stamp(p.CreatedAt))
 	add("expires    %s · %s left", stamp(p.ExpiresAt), left(s.now, p.ExpiresAt))
 	add("approval   %s", requirement(p.Requirement))
-	add("hash       %s   (enter: full hash and audit trail)", shortHash(p.Hash))
+	if hashHidden(s, p) {
+		add("hash       %s   (enter: audit trail)", hashWithheld)
+	} else {
+		add("hash       %s   (enter: full hash and audit trail)", shortHash(p.Hash))
+	}
 	if len(p.SaleIDs) > 0 {
 		add("sales      %s", strings.Join(p.SaleIDs, ", "))
 	}
@@ -173,4 +177,22 @@ func requirement(r string) string {
 		return "a person, or an enabled automation policy (human_or_policy)"
 	}
 	return r
+}
+
+// hashWithheld stands in for a proposal's hash where the viewer's role may
+// not see one of its changes.
+const hashWithheld = "hash withheld: a change is hidden from your role"
+
+// hashHidden says whether the viewer's role may not see some change of p.
+// Then its hash is not shown, short or full: it covers the hidden values,
+// and a price (a small number) is found again by hashing guesses until one
+// matches. Over MCP the proposal's hash is withheld in the same case
+// (catalog's proposalView).
+func hashHidden(s *state, p domain.Proposal) bool {
+	for _, c := range p.Changes {
+		if !s.changeVisible(s.role, c.Field) {
+			return true
+		}
+	}
+	return false
 }

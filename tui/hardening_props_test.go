@@ -62,4 +62,23 @@ func TestHardening_DetailHidesPricesFromARoleWithoutPricing(t *testing.T) {
 	if s := plain(cat); strings.Contains(s, strconv.Itoa(newPrice)) || strings.Contains(s, old) {
 		t.Fatalf("the cataloger's detail shows a price:\n%s", s)
 	}
+
+	// The hash covers the hidden price, which hashing guesses would find
+	// again: the cataloger sees neither its short nor its full form, on the
+	// detail or on the audit trail; the owner sees both.
+	hash := h.proposal(pid).Hash
+	hex, ok := strings.CutPrefix(hash, "sha256:")
+	if !ok || len(hex) != 64 {
+		t.Fatalf("proposal hash %q", hash)
+	}
+	mustContain(t, owner, shortHash(hash))
+	mustContain(t, h.press(owner, "enter"), "Audit trail of "+pid, hash)
+	mustContain(t, cat, "hash withheld: a change is hidden from your role")
+	catTrail := h.press(cat, "enter")
+	mustContain(t, catTrail, "Audit trail of "+pid, "hash withheld: a change is hidden from your role")
+	for name, m := range map[string]Model{"detail": cat, "audit trail": catTrail} {
+		if s := plain(m); strings.Contains(s, hex[:12]) || strings.Contains(s, shortHash(hash)) || strings.Contains(s, hash) {
+			t.Fatalf("the cataloger's %s shows the proposal hash %s:\n%s", name, hash, s)
+		}
+	}
 }

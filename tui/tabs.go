@@ -260,7 +260,11 @@ func (t trailScreen) lines(s *state) []string {
 	out := []string{st.title.Render("Audit trail of " + t.id)}
 	r, ok := s.reviews[t.id]
 	if ok && r.err == nil {
-		out = append(out, "  status       "+r.Proposal.Status, "  correlation  "+r.Proposal.CorrelationID, "  hash", "  "+r.Proposal.Hash)
+		hash := r.Proposal.Hash
+		if hashHidden(s, r.Proposal) {
+			hash = hashWithheld
+		}
+		out = append(out, "  status       "+r.Proposal.Status, "  correlation  "+r.Proposal.CorrelationID, "  hash", "  "+hash)
 	}
 	tr, ok := s.trails[t.id]
 	switch {

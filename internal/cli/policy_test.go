@@ -39,8 +39,16 @@ func TestPolicy_CreateEnableListShowRevoke(t *testing.T) {
 		t.Fatalf("policies %+v", ps)
 	}
 	id := ps[0].ID
-	if r := runP(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.CatalogerUserID); r.code != cli.ExitUsage {
-		t.Errorf("cataloger enabled a policy: %+v", r)
+	// The passphrase is user_88's: a --by naming anyone else is refused on
+	// that claim, before any passphrase is read, and the policy stays off.
+	if r := runP(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.CatalogerUserID); r.code != cli.ExitUsage ||
+		!strings.Contains(r.err, "passphrase belongs to "+fixtures.DemoUserID) {
+		t.Errorf("enable --by another user than the passphrase's owner: want a usage error naming %s, got %+v", fixtures.DemoUserID, r)
+	}
+	var still domain.Policy
+	_ = json.Unmarshal([]byte(run(t, env, "--db", db, "policy", "show", id, "--json").out), &still)
+	if still.Status != domain.PolicyDisabled || still.Version != 1 {
+		t.Errorf("after the refused enable: %+v", still)
 	}
 	if r := runP(t, env, "--db", db, "policy", "enable", id, "--by", fixtures.DemoUserID); r.code != cli.ExitOK || !strings.Contains(r.out, "active (v2)") {
 		t.Errorf("enable: %+v", r)

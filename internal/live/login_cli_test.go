@@ -178,7 +178,7 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 	if r := keep(cat.run("", "policy", "disable", id)); r.code != cli.ExitUsage || !strings.Contains(r.err, "permission denied") {
 		t.Fatalf("cataloger disabled a policy: %+v", r)
 	}
-	if r := keep(cat.run(livePass+"\n", "policy", "create", "--file", file, "--passphrase-stdin")); r.code != cli.ExitUsage {
+	if r := keep(cat.run(livePass+"\n", "policy", "create", "--file", file, "--passphrase-stdin")); r.code != cli.ExitUsage || !strings.Contains(r.err, "permission denied") {
 		t.Fatalf("cataloger created a policy: %+v", r)
 	}
 	sameCounts(t, env, before, "the cataloger's refused policy commands")

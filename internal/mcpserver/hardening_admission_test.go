@@ -86,12 +86,20 @@ func TestHardening_GuardArgumentsReachTheGateWholeAndMarkersCannotBeForged(t *te
 	srv := startStdioOn(t, e, true)
 
 	forged := `{"trovesnap/admission":"00000000000000000000000000000000"}`
+	digestBefore, eventsBefore := e.digest(), len(e.allEvents())
 	srv.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trove_list_sales","arguments":`+forged+`}}`)
 	env := toolResult(t, srv.await(t, `1`))
 	wantCode(t, env, "failed", "invalid_input")
 	if !strings.Contains(env.Errors[0].Message, "unknown field") {
 		t.Fatalf("a forged marker: %+v", env.Errors[0])
 	}
+	if evs := e.events(env.ServerRequestID); len(evs) != 1 || evs[0].ErrorCode != "invalid_input" || evs[0].Outcome != domain.OutcomeFailed {
+		t.Fatalf("a forged marker: want one failed invalid_input event, got %+v", evs)
+	}
+	if n := len(e.allEvents()) - eventsBefore; n != 1 {
+		t.Fatalf("a forged marker left %d events, want one", n)
+	}
+	assertOnlyEventsChanged(t, digestBefore, e.digest())
 
 	before := e.counts()
 	jpg := ingJPEG(t, 64, 48)
@@ -158,20 +166,32 @@ func TestHardening_TooManyValuesRefusedBeforeAnyDecode(t *testing.T) {
 	arr := `[0` + strings.Repeat(",0", 2_000_000) + `]`
 	args := json.RawMessage(`{"candidate_id":"candidate_771","idempotency_key":"values-key-0001","image_base64":` + arr + `}`)
 	before, eventsBefore := e.digest(), len(e.allEvents())
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_attach_candidate_photo", Arguments: args, Transport: "inmemory"})
-	runtime.ReadMemStats(&ms1)
-	if len(env.Errors) != 1 || env.Errors[0].Code != "invalid_input" || env.Errors[0].Field != "arguments" ||
-		!strings.Contains(env.Errors[0].Message, "JSON values") {
-		t.Fatalf("want invalid_input on arguments (too many values), got %+v", env.Errors)
+	// The smallest of three runs, each after a collection, so a background
+	// allocation cannot fail the bound; three refusals stay far under the
+	// rejected-call budget.
+	const runs = 3
+	minAlloc := uint64(1<<64 - 1)
+	for range runs {
+		var ms0, ms1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		env := e.gate.Invoke(context.Background(), gate.Call{Tool: "trove_attach_candidate_photo", Arguments: args, Transport: "inmemory"})
+		runtime.ReadMemStats(&ms1)
+		if len(env.Errors) != 1 || env.Errors[0].Code != "invalid_input" || env.Errors[0].Field != "arguments" ||
+			!strings.Contains(env.Errors[0].Message, "JSON values") {
+			t.Fatalf("want invalid_input on arguments (too many values), got %+v", env.Errors)
+		}
+		if evs := e.events(env.ServerRequestID); len(evs) != 1 || evs[0].ErrorCode != "invalid_input" {
+			t.Fatalf("want one invalid_input event, got %+v", evs)
+		}
+		minAlloc = min(minAlloc, ms1.TotalAlloc-ms0.TotalAlloc)
 	}
 	// A generic decode of these 2 million values allocates over 100 MB.
-	if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > 8<<20 {
-		t.Fatalf("the refused call allocated %d bytes; the refusal must not decode the arguments", alloc)
+	if minAlloc > 8<<20 {
+		t.Fatalf("the refused call allocated at least %d bytes; the refusal must not decode the arguments", minAlloc)
 	}
-	if n := len(e.allEvents()) - eventsBefore; n != 1 {
-		t.Fatalf("the call left %d events, want one", n)
+	if n := len(e.allEvents()) - eventsBefore; n != runs {
+		t.Fatalf("%d calls left %d events, want one each", runs, n)
 	}
 	assertOnlyEventsChanged(t, before, e.digest())
 }
