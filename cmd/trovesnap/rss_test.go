@@ -118,7 +118,7 @@ func TestHardening_PeakRSSUnder100MBWithPipelinedHugeArguments(t *testing.T) {
 			}
 		}
 	}()
-	codes := map[float64]string{}
+	codes, fields := map[float64]string{}, map[float64]string{}
 	for range lines {
 		var m map[string]any
 		select {
@@ -138,18 +138,28 @@ func TestHardening_PeakRSSUnder100MBWithPipelinedHugeArguments(t *testing.T) {
 			t.Fatalf("call %v: want a tool result, got %v", id, m)
 		}
 		sc := res["structuredContent"].(map[string]any)
-		code := ""
+		code, field := "", ""
 		if errs, _ := sc["errors"].([]any); len(errs) > 0 {
 			code = errs[0].(map[string]any)["code"].(string)
+			field, _ = errs[0].(map[string]any)["field"].(string)
 		}
-		codes[id] = code
+		codes[id], fields[id] = code, field
 	}
 	for i := range 6 {
 		if c := codes[float64(100+i)]; c != "invalid_input" {
 			t.Errorf("oversize trove_list_sales call %d: code %q, want invalid_input", 100+i, c)
 		}
-		if _, ok := codes[float64(200+i)]; !ok {
+		// Each photo call must have been decoded and found no image: a
+		// service_unavailable (the argument budget was full) means its
+		// bytes were never decoded, so the peak below did not measure them.
+		id := float64(200 + i)
+		switch c, ok := codes[id]; {
+		case !ok:
 			t.Errorf("photo call %d not answered", 200+i)
+		case c == "service_unavailable":
+			t.Errorf("photo call %d: service_unavailable — it was refused before its image was decoded, so the decode path was not measured", 200+i)
+		case c != "invalid_input" || fields[id] != "image_base64":
+			t.Errorf("photo call %d: code %q on field %q, want invalid_input on image_base64 (random bytes are no image)", 200+i, c, fields[id])
 		}
 	}
 	r.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,7 +154,8 @@ func eventCount(t *testing.T, db string) int64 {
 // guard drops the line past the limit), but answered with the gate's
 // envelope, so that the refusal is audited.
 func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
-	r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
+	db := filepath.Join(t.TempDir(), "trovesnap.db")
+	r := startRaw(t, db)
 	r.initialize(t)
 	limit := mcpserver.MaxFrameBytes()
 	if limit >= 16<<20 {
@@ -169,6 +171,19 @@ func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 	}
 	r.listSalesSucceeds(t, 21)
 
+	// The store, opened beside the server (as a second process would) and
+	// only read: the refused photo call must leave its one event and change
+	// nothing else.
+	ctx := context.Background()
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	before, err := st.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	head = `{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"trove_attach_candidate_photo","arguments":{"candidate_id":"candidate_1","image_base64":"`
 	r.send(t, head+strings.Repeat("A", limit+1-len(head)-len(tail))+tail)
 	m = r.awaitID(t, 22)
@@ -176,7 +191,24 @@ func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 	sc, _ := res["structuredContent"].(map[string]any)
 	errs, _ := sc["errors"].([]any)
 	if len(errs) != 1 || errs[0].(map[string]any)["code"] != "invalid_input" || errs[0].(map[string]any)["field"] != "arguments" {
-		t.Fatalf("want the invalid_input envelope on arguments, got %v", m)
+		t.Fatalf("want the invalid_input envelope on arguments, got %.500v", m)
+	}
+	srid, _ := sc["server_request_id"].(string)
+	evs, err := st.Events(ctx, store.EventFilter{ServerRequestID: srid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srid == "" || len(evs) != 1 || evs[0].Tool.Name != "trove_attach_candidate_photo" || evs[0].ErrorCode != "invalid_input" {
+		t.Fatalf("the refused photo call (server_request_id %q): want one invalid_input event for trove_attach_candidate_photo, got %+v", srid, evs)
+	}
+	after, err := st.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for table, h := range before {
+		if !slices.Contains(store.BookkeepingTables, table) && after[table] != h {
+			t.Errorf("the refused photo call changed table %s", table)
+		}
 	}
 	r.listSalesSucceeds(t, 23)
 	r.alive(t)
@@ -186,11 +218,46 @@ func TestHardening_OversizeLineGetsErrorAndSessionGoesOn(t *testing.T) {
 // vmHWMMiB is the process's peak resident set in MiB (rss_test.go reads it).
 func vmHWMMiB(t *testing.T, pid int) float64 { return float64(vmHWM(t, pid)) / (1 << 20) }
 
-// Peak memory of one server process after the two worst lines a client can
+// envelopeError is the one error of a tool result's envelope (nil when the
+// answer is no tool result or has not exactly one error).
+func envelopeError(m map[string]any) map[string]any {
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	errs, _ := sc["errors"].([]any)
+	if len(errs) != 1 {
+		return nil
+	}
+	e, _ := errs[0].(map[string]any)
+	return e
+}
+
+// wantArgumentsTooLarge wants the gate's invalid_input envelope refusing the
+// arguments of trove_list_sales on their size (256 KiB).
+func wantArgumentsTooLarge(t *testing.T, m map[string]any) {
+	t.Helper()
+	e := envelopeError(m)
+	if e == nil || e["code"] != "invalid_input" || e["field"] != "arguments" {
+		t.Fatalf("want the invalid_input envelope on arguments, got %.500v", m)
+	}
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "larger than 262144 bytes") {
+		t.Fatalf("message %q does not give the tool's limit", msg)
+	}
+}
+
+// wantRPCRefusal wants a -32600 JSON-RPC error whose message says why.
+func wantRPCRefusal(t *testing.T, m map[string]any, why string) {
+	t.Helper()
+	wantRPCError(t, m, -32600)
+	if msg, _ := m["error"].(map[string]any)["message"].(string); !strings.Contains(msg, why) {
+		t.Fatalf("message %q does not say %q", msg, why)
+	}
+}
+
+// Peak memory of one server process after the worst lines a client can
 // send within the transport's limits: a line just under the frame limit of
-// nesting just under the depth cap, and ~500k keys for trove_list_sales.
-// Both must be answered and the process must stay up; the peak is reported
-// (it is a measurement, not an assertion: what the gate holds is the gate's).
+// nesting just under the depth cap, ~500k keys for trove_list_sales, and a
+// ping of the same size. Each gets its exact refusal, the process stays up,
+// and its peak resident set stays under the 100 MB bound of rss_test.go.
 func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 	limit := mcpserver.MaxFrameBytes()
 	deep := func() string {
@@ -231,9 +298,14 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 		return head + strings.Repeat("A", limit-len(head)-len(tail)-1024) + tail
 	}
 	for _, c := range []struct {
-		name string
-		line func() string
-	}{{"deep, just under the frame limit", deep}, {"500k keys for trove_list_sales", keys}, {"ping, just under the frame limit", ping}} {
+		name   string
+		line   func() string
+		answer func(*testing.T, map[string]any)
+	}{
+		{"deep, just under the frame limit", deep, wantArgumentsTooLarge}, // size is judged before depth,
+		{"500k keys for trove_list_sales", keys, wantArgumentsTooLarge},
+		{"ping, just under the frame limit", ping, func(t *testing.T, m map[string]any) { t.Helper(); wantRPCRefusal(t, m, "larger than") }},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := startRaw(t, filepath.Join(t.TempDir(), "trovesnap.db"))
 			r.initialize(t)
@@ -245,13 +317,14 @@ func TestHardening_PeakMemoryOfWorstLinesIsReported(t *testing.T) {
 			}
 			r.send(t, line)
 			m := r.awaitID(t, 30)
-			if m["result"] == nil && m["error"] == nil {
-				t.Fatalf("no answer: %v", m)
-			}
+			c.answer(t, m)
 			r.listSalesSucceeds(t, 31)
 			r.alive(t)
 			after := vmHWMMiB(t, r.cmd.Process.Pid)
 			t.Logf("%s: line %d bytes; VmHWM %.1f MiB before, %.1f MiB after", c.name, len(line), before, after)
+			if peak := vmHWM(t, r.cmd.Process.Pid); peak >= rssLimitBytes {
+				t.Fatalf("peak RSS %.1f MB, want < %.1f MB", float64(peak)/1e6, float64(rssLimitBytes)/1e6)
+			}
 		})
 	}
 }
