@@ -1,0 +1,41 @@
+package catalog
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Every controlled tool of the catalog is an action of the registry, with
+// the registry's approval, permissions and domain function, and every
+// action's proposing tool is a proposal tool.
+func TestRegistry_CatalogControlledToolsAreTheRegistrys(t *testing.T) {
+	n := 0
+	for _, tool := range All() {
+		d := tool.Definition
+		if d.Tier != TierControlledAction {
+			continue
+		}
+		n++
+		a, ok := domain.ActionByTool(d.Name)
+		if !ok {
+			t.Errorf("%s is a controlled tool the registry does not declare", d.Name)
+			continue
+		}
+		if string(d.Approval) != a.Requirement || !slices.Equal(d.Permissions, a.Permissions) ||
+			d.Domain.Service != a.Service || d.Domain.Operation != a.Operation {
+			t.Errorf("%s: catalog %s %v %s.%s, registry %s %v %s.%s", d.Name, d.Approval, d.Permissions, d.Domain.Service, d.Domain.Operation,
+				a.Requirement, a.Permissions, a.Service, a.Operation)
+		}
+	}
+	if n != len(domain.Actions()) {
+		t.Errorf("%d controlled tools, %d actions", n, len(domain.Actions()))
+	}
+	for _, a := range domain.Actions() {
+		p, ok := Lookup(a.ProposalTool)
+		if !ok || p.Definition.Tier != TierActionProposal {
+			t.Errorf("%s: proposal tool %s is not a proposal tool of the catalog", a.Action, a.ProposalTool)
+		}
+	}
+}
