@@ -195,7 +195,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 	// transport that admitted the call itself (Admit, before decoding it)
 	// passes its verdict and holds the bytes until it has answered.
 	var pre *failure
-	args := map[string]json.RawMessage{}
+	args := arguments{raw: c.Arguments, members: map[string]json.RawMessage{}}
 	adm := c.Admission
 	if adm == nil {
 		adm = g.Admit(reqCtx, c.Tool, len(c.Arguments), "")
@@ -215,14 +215,14 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 		if hash == "" {
 			hash = rawHash(c.Arguments)
 		}
-		ev.Payload = domain.EventPayload{InputHash: hash, RedactedSummary: audit.RedactedSummary(args)}
+		ev.Payload = domain.EventPayload{InputHash: hash, RedactedSummary: audit.RedactedSummary(args.members)}
 	} else {
 		args = parseArgs(c.Arguments)
-		if rid, ok := requestID(args); ok {
+		if rid, ok := requestID(args.members); ok {
 			env.RequestID = &rid
 			ev.RequestID = rid
 		}
-		ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
+		ev.Payload = domain.EventPayload{InputHash: inputHash(args), RedactedSummary: audit.RedactedSummary(args.members)}
 	}
 
 	var stored bool // the Backend committed the event with the write
@@ -233,7 +233,7 @@ func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
 		}
 	}()
 
-	data, eff, f, stored := g.run(ctx, reqCtx, c, args, pre, env, &ev, started)
+	data, eff, f, stored := g.run(ctx, reqCtx, c, args.members, pre, env, &ev, started)
 	if f != nil {
 		return g.finishFailure(ctx, env, ev, started, f)
 	}
@@ -717,42 +717,55 @@ func rawHash(raw []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// arguments is a call's arguments as the gate reads them before strict
+// validation (step 5): the raw bytes and their top-level members. Invalid
+// says the raw bytes are not a JSON object (nor empty, nor null); members is
+// then empty and step 5 reports the error. The flag lives beside the map,
+// not in it, so no key a caller could send stands for it.
+type arguments struct {
+	raw     json.RawMessage
+	members map[string]json.RawMessage
+	invalid bool
+}
+
 // parseArgs reads the arguments object leniently (strict validation is step
-// 5). The values are slices of raw, not copies: an 11 MB photo is not
+// 5). The members are slices of raw, not copies: an 11 MB photo is not
 // duplicated to find its idempotency_key. It answers as json.Unmarshal into
-// a map would (TestParseArgs_SameAsUnmarshal holds it to that).
-func parseArgs(raw json.RawMessage) map[string]json.RawMessage {
-	m := map[string]json.RawMessage{}
+// a map would, its error as invalid (TestParseArgs_SameAsUnmarshal holds it
+// to that).
+func parseArgs(raw json.RawMessage) arguments {
+	a := arguments{raw: raw, members: map[string]json.RawMessage{}}
+	bad := arguments{raw: raw, members: map[string]json.RawMessage{}, invalid: true}
 	if len(raw) == 0 {
-		return m
+		return a
 	}
 	if !json.Valid(raw) {
-		return map[string]json.RawMessage{"\x00invalid": raw} // step 5 reports invalid JSON
+		return bad
 	}
 	i := skipWS(raw, 0)
 	if bytes.HasPrefix(raw[i:], []byte("null")) {
-		return m
+		return a
 	}
 	if raw[i] != '{' {
-		return map[string]json.RawMessage{"\x00invalid": raw}
+		return bad
 	}
 	i = skipWS(raw, i+1)
 	for i < len(raw) && raw[i] != '}' {
 		kEnd := valueEnd(raw, i)
 		var k string
 		if json.Unmarshal(raw[i:kEnd], &k) != nil {
-			return map[string]json.RawMessage{"\x00invalid": raw}
+			return bad
 		}
 		i = skipWS(raw, kEnd) + 1 // the colon
 		i = skipWS(raw, i)
 		vEnd := valueEnd(raw, i)
-		m[k] = raw[i:vEnd:vEnd]
+		a.members[k] = raw[i:vEnd:vEnd]
 		i = skipWS(raw, vEnd)
 		if i < len(raw) && raw[i] == ',' {
 			i = skipWS(raw, i+1)
 		}
 	}
-	return m
+	return a
 }
 
 func skipWS(b []byte, i int) int {
@@ -820,12 +833,12 @@ func requestID(args map[string]json.RawMessage) (string, bool) {
 // costs no copy. Any member that does not canonicalise falls back to
 // inputHashWhole, the reference form the fingerprints were defined by;
 // TestInputHash_StreamEqualsWhole holds the two to the same result.
-func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
-	if _, bad := args["\x00invalid"]; bad {
-		return inputHashWhole(args, raw)
+func inputHash(a arguments) string {
+	if a.invalid {
+		return inputHashWhole(a)
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
+	keys := make([]string, 0, len(a.members))
+	for k := range a.members {
 		if k != "idempotency_key" && k != "request_id" {
 			keys = append(keys, k)
 		}
@@ -841,14 +854,14 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 		kb, _ := json.Marshal(k)
 		ck, err := domain.CanonicalJSON(kb)
 		if err != nil {
-			return inputHashWhole(args, raw)
+			return inputHashWhole(a)
 		}
 		if i > 0 {
 			h.Write([]byte{','})
 		}
 		h.Write(ck)
 		h.Write([]byte{':'})
-		v := args[k]
+		v := a.members[k]
 		if plainString(v) {
 			h.Write(v)
 			continue
@@ -858,7 +871,7 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 		wrapped = append(append(append(wrapped, '['), v...), ']')
 		cv, err := domain.CanonicalJSON(wrapped)
 		if err != nil || len(cv) < 2 {
-			return inputHashWhole(args, raw)
+			return inputHashWhole(a)
 		}
 		h.Write(cv[1 : len(cv)-1])
 	}
@@ -887,11 +900,11 @@ func plainString(v []byte) bool {
 
 // inputHashWhole is the reference form of inputHash: the whole input
 // re-encoded and canonicalised at once.
-func inputHashWhole(args map[string]json.RawMessage, raw json.RawMessage) string {
-	body := raw
-	if _, bad := args["\x00invalid"]; !bad {
-		m := make(map[string]json.RawMessage, len(args))
-		for k, v := range args {
+func inputHashWhole(a arguments) string {
+	body := a.raw
+	if !a.invalid {
+		m := make(map[string]json.RawMessage, len(a.members))
+		for k, v := range a.members {
 			if k != "idempotency_key" && k != "request_id" {
 				m[k] = v
 			}
