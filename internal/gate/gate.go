@@ -614,14 +614,39 @@ func (g *Gate) domainFailure(err error) *failure {
 }
 
 // detailed adds the domain's own reason (written for a model: ids, versions
-// and states, never storage internals) to a code's message.
+// and states, never storage internals) to a code's message; an error that
+// gives none gets the code's message alone.
 func detailed(code Code, err, sentinel error) *failure {
-	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
-	reason = strings.TrimPrefix(reason, "store: ")
-	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) || reason == "" {
+	reason := reasonOf(err, sentinel)
+	if reason == "" {
 		return fail(code)
 	}
 	return &failure{code: code, message: codes[code].message + " (" + reason + ")"}
+}
+
+// reasonOf is the model-visible reason err gives for sentinel: the Reason
+// of a domain.ReasonError for it, read by type. Context wrapped around one
+// ("store: ", "consuming grant g: ") is for logs and is not shown.
+func reasonOf(err, sentinel error) string {
+	var re *domain.ReasonError
+	if errors.As(err, &re) && re.Sentinel == sentinel {
+		return re.Reason
+	}
+	return legacyReason(err, sentinel)
+}
+
+// legacyReason reads the reason of an error built as
+// fmt.Errorf("<reason>: %w", sentinel), the form the store, live and
+// approval packages still return: the text before the sentinel's, without
+// a "store: " prefix; "" for a bare sentinel. It goes once they return
+// domain.Because instead.
+func legacyReason(err, sentinel error) string {
+	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
+	reason = strings.TrimPrefix(reason, "store: ")
+	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) {
+		return ""
+	}
+	return reason
 }
 
 // tenantHint refuses a tenant hint (in _meta or as a tenant_id argument) that
