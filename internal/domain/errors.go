@@ -60,3 +60,24 @@ func (e *RefError) Is(target error) bool {
 func UnknownRef(field, id string, crossTenant bool) error {
 	return &RefError{Field: field, ID: id, CrossTenant: crossTenant}
 }
+
+// ReasonError is a refusal (a wrapped sentinel: ErrStaleVersion,
+// ErrTransitionInvalid, an approval error …) with its reason kept apart, so
+// the gate shows the reason to a model without taking the error's text
+// apart. The reason is written for a model: ids, versions and states, never
+// storage internals. Its text is what fmt.Errorf("<reason>: %w", sentinel)
+// gives, and it matches the sentinel with errors.Is.
+type ReasonError struct {
+	Sentinel error
+	Reason   string
+}
+
+func (e *ReasonError) Error() string { return e.Reason + ": " + e.Sentinel.Error() }
+
+// Unwrap returns the sentinel.
+func (e *ReasonError) Unwrap() error { return e.Sentinel }
+
+// Because builds a ReasonError whose reason is format applied to args.
+func Because(sentinel error, format string, args ...any) error {
+	return &ReasonError{Sentinel: sentinel, Reason: fmt.Sprintf(format, args...)}
+}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,12 +16,9 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/triunalabs/trovesnap/internal/approval"
-	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -152,373 +148,21 @@ type failure struct {
 
 func fail(code Code) *failure { return &failure{code: code} }
 
-// Invoke runs one call through every step of the gate and returns its
-// envelope. It never panics and always records exactly one plugin_event
-// (committed with the write for persisted writes, appended otherwise).
-func (g *Gate) Invoke(ctx context.Context, c Call) (env *Envelope) {
-	started := time.Now()
-	// The request's cancellation (notifications/cancelled, a disconnect)
-	// must not skip the call's bookkeeping: its rate count, its write and
-	// its plugin_event. The gate's own steps run detached from it; only a
-	// handler that persists nothing still stops on it (see run).
-	reqCtx := ctx
-	ctx = context.WithoutCancel(ctx)
-	env = &Envelope{
-		ServerRequestID: g.ids.New(domain.PrefixRequest),
-		Mode:            g.mode,
-		Tool:            ToolID{Name: c.Tool},
-		Warnings:        []catalog.Warning{},
-		Errors:          []Error{},
-		Related:         domain.Related{}.Normalized(),
+// Invoke runs one call through every step of the gate (road.go) and returns
+// its envelope. It never panics and always records exactly one plugin_event
+// (committed with the write for persisted writes, appended otherwise). The
+// request's cancellation (notifications/cancelled, a disconnect) does not
+// skip the call's bookkeeping: see call.
+func (g *Gate) Invoke(ctx context.Context, in Call) (env *Envelope) {
+	c := g.newCall(ctx, in)
+	release := c.admitArguments()
+	defer release()
+	defer c.recoverPanic(&env)
+	if f := c.run(); f != nil {
+		return c.refuse(f)
 	}
-	ev := domain.Event{
-		ID:              g.ids.New(domain.PrefixEvent),
-		CorrelationID:   g.ids.New(domain.PrefixCorr),
-		ServerRequestID: env.ServerRequestID,
-		Mode:            g.mode,
-		Plugin:          domain.PluginRef{Type: "mcp", ID: "trovesnap", Version: g.version},
-		Tool:            domain.ToolRef{Name: c.Tool},
-		Actor:           domain.ActorRef{Type: "anonymous"},
-		Action:          "mcp_tool_called",
-		Approval:        domain.EventApproval{Decision: "not_required"},
-		Impact:          domain.EventImpact{Type: "none"},
-		Related:         domain.Related{}.Normalized(),
-		OccurredAt:      g.clock.Now(),
-	}
-	env.Audit.PluginEventID = ev.ID
-	ctx = g.tel.startCall(ctx, c, env.ServerRequestID, ev.ID, g.mode)
-	ev.TraceID, ev.SpanID = traceIDs(ctx)
-	// The size limit applies to the raw bytes, before anything parses them:
-	// an oversize call costs one hash pass, not a parse of millions of keys.
-	// Within the limit, the call takes its bytes from the gate-wide budget
-	// for as long as it runs, so concurrent big calls cannot add up. A
-	// transport that admitted the call itself (Admit, before decoding it)
-	// passes its verdict and holds the bytes until it has answered.
-	var pre *failure
-	args := map[string]json.RawMessage{}
-	adm := c.Admission
-	if adm == nil {
-		adm = g.Admit(reqCtx, c.Tool, len(c.Arguments), "")
-		defer adm.Release()
-	} else if limit := catalog.ArgumentLimit(c.Tool); !adm.Refused() && len(c.Arguments) > limit {
-		adm = &Admission{refusal: oversize(limit)} // the transport measured other bytes
-	}
-	if !adm.Refused() && catalog.TooManyValues(c.Arguments) {
-		// Within the size limit but too many values to decode generically
-		// (hashing and validation would): refused on the raw bytes too.
-		adm = &Admission{refusal: &failure{code: CodeInvalidInput, field: "arguments",
-			message: fmt.Sprintf("Invalid arguments: more than %d JSON values.", catalog.MaxArgumentValues)}}
-	}
-	if adm.Refused() {
-		pre = adm.refusal
-		hash := adm.hash
-		if hash == "" {
-			hash = rawHash(c.Arguments)
-		}
-		ev.Payload = domain.EventPayload{InputHash: hash, RedactedSummary: audit.RedactedSummary(args)}
-	} else {
-		args = parseArgs(c.Arguments)
-		if rid, ok := requestID(args); ok {
-			env.RequestID = &rid
-			ev.RequestID = rid
-		}
-		ev.Payload = domain.EventPayload{InputHash: inputHash(args, c.Arguments), RedactedSummary: audit.RedactedSummary(args)}
-	}
-
-	var stored bool // the Backend committed the event with the write
-	defer func() {
-		if r := recover(); r != nil {
-			g.log.Error("tool call panicked", "tool", c.Tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			env = g.finishFailure(ctx, env, ev, started, &failure{code: CodeServiceUnavailable, eventStored: stored})
-		}
-	}()
-
-	data, eff, f, stored := g.run(ctx, reqCtx, c, args, pre, env, &ev, started)
-	if f != nil {
-		return g.finishFailure(ctx, env, ev, started, f)
-	}
-	ctx = step(ctx, audit.SpanResultProject)
-	env.Data = data
-	env.Related = eff.Related.Normalized()
-	env.Warnings = append(env.Warnings, eff.Warnings...)
-	ev.Related = env.Related
-	if eff.Outcome.Replayed {
-		env.Audit.Replayed = true
-		env.Warnings = append(env.Warnings, catalog.Warning{Code: "idempotent_replay", Message: "This idempotency_key was already used with the same input: this is the original result; nothing was written again."})
-		ev.Outcome = domain.OutcomeReplayed
-		ev.Related.EventIDs = append(ev.Related.EventIDs, eff.Outcome.OriginalEventID)
-		ev.Impact = domain.EventImpact{Type: "idempotent_replay"}
-		if orig := eff.Outcome.OriginalEventID; orig != "" {
-			ev.CausationID = &orig // a replay answers with what the original call did
-		}
-		stored = false
-	} else {
-		ev.Outcome = domain.OutcomeSuccess
-	}
-	env.Status = StatusSucceeded
-	if len(env.Warnings) > 0 {
-		env.Status = StatusSucceededWithWarnings
-	}
-	if t, ok := catalog.Lookup(c.Tool); ok && t.Tier == catalog.TierActionProposal {
-		env.Status = StatusProposed // a proposal is not a change (§19)
-	}
-	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, stored))
-	if !stored {
-		ev.Metrics.LatencyMS = ms(time.Since(started))
-		if err := g.appendEvent(ctx, ev); err != nil {
-			// Fail closed: a call whose audit cannot be written returns no data.
-			g.log.Error("recording plugin_event failed", "tool", c.Tool, "err", err)
-			env.Data, env.Related = nil, domain.Related{}.Normalized()
-			env.Warnings = []catalog.Warning{}
-			env.Status = StatusFailed
-			env.Errors = []Error{{Code: CodeServiceUnavailable, Message: CodeServiceUnavailable.Message(), Retryable: true}}
-		}
-	}
-	g.tel.finish(ctx, ev, env, started)
-	return env
-}
-
-// run performs steps 1–10 on ctx, which is detached from the request's
-// cancellation; reqCtx carries it, for handlers that persist nothing. stored
-// reports that the Backend already committed the call's event with its write.
-// pre is a refusal decided on the raw arguments, returned once the client
-// is known (so the event names it).
-func (g *Gate) run(ctx, reqCtx context.Context, c Call, args map[string]json.RawMessage, pre *failure, env *Envelope, ev *domain.Event, started time.Time) (data any, eff catalog.Effects, f *failure, stored bool) {
-	// 1–2: client → actor → tenant. Resolved fresh on every call so a
-	// suspension is seen by the very next request.
-	ctx = step(ctx, audit.SpanClientResolve)
-	if c.Credential != "" && c.Credential != domain.PublicCredential && !domain.WellFormedToken(c.Credential) {
-		return nil, eff, g.unresolved(c.Credential, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"}), false
-	}
-	p, err := g.b.ResolvePrincipal(ctx, c.Credential)
-	if err != nil {
-		f := principalFailure(err)
-		if f.code != CodeServiceUnavailable { // an unreadable store is not the caller's doing
-			f = g.unresolved(c.Credential, f)
-		}
-		return nil, eff, f, false
-	}
-	ctx = step(ctx, audit.SpanActorResolve)
-	ev.TenantID = p.TenantID
-	ev.Client = p.Client
-	if p.ActorID != "" {
-		ev.Actor = domain.ActorRef{ID: p.ActorID, Type: p.ActorType, Role: p.Role}
-	}
-	// Refusals are not free: a call refused before its tool's class is
-	// counted (step 6) counts against the client's rejected budget, and over
-	// it the answer is rate_limited. Its one event is still written. A
-	// credential that does not resolve reaches no client to charge.
-	counted := false
-	defer func() {
-		if f != nil && !counted && chargeable(f.code) {
-			f = g.chargeRefusal(ctx, p, f)
-		}
-	}()
-	if pre != nil {
-		return nil, eff, pre, false
-	}
-
-	// Client-sent tenant hints are hints only.
-	if f := tenantHint(c.Meta, args, p); f != nil {
-		return nil, eff, f, false
-	}
-
-	// 3: the tool, visible to this principal (same answer as unknown).
-	ctx = step(ctx, audit.SpanToolAuthorize)
-	t, ok := catalog.Lookup(c.Tool)
-	if !ok {
-		return nil, eff, fail(CodeToolNotAvailable), false
-	}
-	env.Tool = ToolID{Name: t.Name, Version: t.Version}
-	ev.Impact = t.Impact
-	ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash, Tier: string(t.Tier), Risk: string(t.Risk)}
-	ev.Domain = &domain.EventDomain{Service: t.Domain.Service, Operation: t.Domain.Operation}
-	ev.Approval.Requirement = string(t.Approval)
-	if d := catalog.Decide(t, g.mode, p); !d.Visible {
-		if p.Public && t.Tier != catalog.TierPublicRead && t.HasHandler() {
-			return nil, eff, fail(CodeAuthenticationRequired), false
-		}
-		return nil, eff, &failure{code: CodeToolNotAvailable, auditCode: "tool_not_visible"}, false
-	}
-	ev.Permissions = permissionsUsed(t, p)
-
-	// 4: version. Deprecated tools and versions still answer, with a
-	// warning, and the event marks the use so it can be counted.
-	deprecated, f := checkVersion(c.Meta, t)
-	if f != nil {
-		return nil, eff, f, false
-	}
-	if deprecated {
-		ev.Tool.Deprecated = true
-		msg := fmt.Sprintf("%s %s is deprecated and will be retired after its compatibility window.", t.Name, t.Version)
-		if t.CompatFor != "" {
-			msg = fmt.Sprintf("%s is a compatibility name: use %s.", t.Name, t.CompatFor)
-		}
-		eff.Warnings = append(eff.Warnings, catalog.Warning{Code: "tool_deprecated", Message: msg})
-	}
-
-	// 5: strict input.
-	ctx = step(ctx, audit.SpanInputValidate)
-	raw := c.Arguments
-	if _, hint := args["tenant_id"]; hint {
-		// An equal tenant hint was accepted above; it is not tool input.
-		// Re-encoding only then spares a big call another copy of itself.
-		delete(args, "tenant_id")
-		raw, _ = json.Marshal(args)
-	}
-	in, err := t.Decode(raw)
-	if err != nil {
-		return nil, eff, g.domainFailure(err), false
-	}
-
-	// 6: limits, per client × limit class, counted across processes.
-	ctx = step(ctx, audit.SpanPolicyEvaluate)
-	rd, err := g.b.ConsumeRate(ctx, p, limitClass(t.Tier))
-	if err != nil {
-		return nil, eff, g.domainFailure(err), false
-	}
-	counted = true
-	if !rd.Allowed {
-		return nil, eff, &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
-			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}, false
-	}
-
-	// 7: idempotency for persisted writes. A replay goes straight to the
-	// Backend, which returns the original result inside its transaction;
-	// a conflict stops here.
-	cenv := catalog.Env{Backend: g.b, Principal: p, Mode: g.mode, Progress: c.Progress, Seal: approval.Seal}
-	if cenv.Progress == nil {
-		cenv.Progress = func(int, int, string) {}
-	}
-	replay := false
-	if t.Persists {
-		var key string
-		_ = json.Unmarshal(args["idempotency_key"], &key)
-		if key == "" {
-			return nil, eff, &failure{code: CodeInvalidInput, field: "idempotency_key", message: "idempotency_key is required on every persisted write."}, false
-		}
-		idem := domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: t.Name, ToolMajor: t.Major(), Key: key, Fingerprint: ev.Payload.InputHash}
-		state, err := g.b.CheckIdempotency(ctx, idem)
-		if err != nil {
-			return nil, eff, g.domainFailure(err), false
-		}
-		if state == domain.IdemConflict {
-			return nil, eff, fail(CodeIdempotencyConflict), false
-		}
-		replay = state == domain.IdemReplay
-		cenv.Write = domain.WriteMeta{Idem: idem, Started: started}
-		if g.mode == domain.ModeMock {
-			eff.Warnings = append(eff.Warnings, catalog.Warning{Code: string(CodeMockModeNoPersistence), Message: CodeMockModeNoPersistence.Message()})
-		}
-	}
-
-	// 8: approval, for controlled actions: the proposal (hash recomputed),
-	// then a grant bound to it or a policy that covers it. Arguments carry
-	// no authority: only the proposal id is read from them.
-	ctx = step(ctx, audit.SpanApprovalResolve)
-	if t.Tier == catalog.TierControlledAction && !replay {
-		var pid string
-		_ = json.Unmarshal(args["proposal_id"], &pid)
-		prop, err := g.b.GetProposal(ctx, p, pid)
-		if err != nil {
-			return nil, eff, g.domainFailure(err), false
-		}
-		ev.CorrelationID = prop.CorrelationID
-		ev.Approval.ProposalID = &pid
-		ev.Approval.ProposalHash = prop.Hash
-		ev.Metrics.EstimatedCostUSD = prop.Impact.EstimatedCostUSD
-		grants, policies, usage, err := g.b.ApprovalState(ctx, p, pid, t.Name)
-		if err != nil {
-			return nil, eff, g.domainFailure(err), false
-		}
-		dec := approval.Resolve(g.clock.Now(), t.Name, p, prop, grants, policies, usage)
-		ev.Approval.Decision = dec.Decision
-		if dec.Err != nil {
-			return nil, eff, g.domainFailure(dec.Err), false
-		}
-		if dec.Auth.GrantID != "" {
-			gid := dec.Auth.GrantID
-			ev.Approval.ApprovalID = &gid
-		}
-		ev.Approval.IssuedBy = issuerOf(dec.Auth, grants)
-		cenv.Authorization = dec.Auth
-	}
-	if t.Persists {
-		wev := *ev
-		wev.Outcome = domain.OutcomeSuccess
-		cenv.Write.Event = wev
-	}
-
-	// 9–10: ONE domain call and its projection.
-	ctx = step(ctx, audit.SpanDomainExecute)
-	hctx := ctx
-	if !t.Persists {
-		// Nothing to commit: a cancelled read may stop early (its failure
-		// event still records it). A persisted write runs to its own end
-		// instead, so it either commits with its event or fails without
-		// one — a cancel can never leave the outcome unknown.
-		var stop context.CancelFunc
-		hctx, stop = context.WithCancel(ctx)
-		defer stop()
-		defer context.AfterFunc(reqCtx, stop)()
-	}
-	data, heff, err := t.Handle(hctx, cenv, in)
-	if err != nil {
-		f := g.domainFailure(err)
-		if reqCtx.Err() != nil && f.code == CodeServiceUnavailable {
-			f.auditCode = "request_cancelled"
-		}
-		if t.Persists && f.code == CodeServiceUnavailable && !errors.Is(err, domain.ErrIdempotencyInFlight) {
-			// An error on the way back (a timeout after the commit) may hide
-			// a committed write, whose event is then already recorded: ask
-			// the key, so the call has exactly one event either way.
-			if state, cerr := g.b.CheckIdempotency(ctx, cenv.Write.Idem); cerr == nil && state == domain.IdemReplay {
-				f.eventStored = true
-				f.message = "The write may have completed: retry with the same idempotency_key to get its result."
-			}
-		}
-		return nil, eff, f, false
-	}
-	heff.Warnings = append(eff.Warnings, heff.Warnings...)
-	return data, heff, nil, t.Persists && !heff.Outcome.Replayed
-}
-
-func (g *Gate) finishFailure(ctx context.Context, env *Envelope, ev domain.Event, started time.Time, f *failure) *Envelope {
-	info := codes[f.code]
-	msg := f.message
-	if msg == "" {
-		msg = info.message
-	}
-	env.Data = nil
-	env.Related = domain.Related{}.Normalized()
-	env.Warnings = []catalog.Warning{}
-	env.Errors = []Error{{Code: f.code, Message: msg, Field: f.field, Retryable: info.retryable, RetryAfterSeconds: f.retryAfter}}
-	switch {
-	case f.code == CodeApprovalRequired:
-		env.Status = StatusApprovalRequired
-	case info.blocked:
-		env.Status = StatusBlocked
-	default:
-		env.Status = StatusFailed
-	}
-	ev.Outcome = domain.OutcomeFailed
-	if info.blocked {
-		ev.Outcome = domain.OutcomeBlocked
-	}
-	ev.ErrorCode = string(f.code)
-	ev.AuditCode = f.auditCode
-	ev.Impact = domain.EventImpact{Type: "none"}
-	ev.Related = domain.Related{}.Normalized()
-	ev.Metrics.LatencyMS = ms(time.Since(started))
-	ev.Metrics.EstimatedCostUSD = 0 // nothing ran, nothing was consumed
-	ctx = step(ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, f.eventStored))
-	if !f.eventStored {
-		if err := g.appendEvent(ctx, ev); err != nil {
-			g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
-		}
-	}
-	g.tel.finish(ctx, ev, env, started)
-	return env
+	c.project()
+	return c.record()
 }
 
 // auditTimeout bounds one plugin_event write. The write is detached from the
@@ -614,14 +258,39 @@ func (g *Gate) domainFailure(err error) *failure {
 }
 
 // detailed adds the domain's own reason (written for a model: ids, versions
-// and states, never storage internals) to a code's message.
+// and states, never storage internals) to a code's message; an error that
+// gives none gets the code's message alone.
 func detailed(code Code, err, sentinel error) *failure {
-	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
-	reason = strings.TrimPrefix(reason, "store: ")
-	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) || reason == "" {
+	reason := reasonOf(err, sentinel)
+	if reason == "" {
 		return fail(code)
 	}
 	return &failure{code: code, message: codes[code].message + " (" + reason + ")"}
+}
+
+// reasonOf is the model-visible reason err gives for sentinel: the Reason
+// of a domain.ReasonError for it, read by type. Context wrapped around one
+// ("store: ", "consuming grant g: ") is for logs and is not shown.
+func reasonOf(err, sentinel error) string {
+	var re *domain.ReasonError
+	if errors.As(err, &re) && re.Sentinel == sentinel {
+		return re.Reason
+	}
+	return legacyReason(err, sentinel)
+}
+
+// legacyReason reads the reason of an error built as
+// fmt.Errorf("<reason>: %w", sentinel), the form the store, live and
+// approval packages still return: the text before the sentinel's, without
+// a "store: " prefix; "" for a bare sentinel. It goes once they return
+// domain.Because instead.
+func legacyReason(err, sentinel error) string {
+	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
+	reason = strings.TrimPrefix(reason, "store: ")
+	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) {
+		return ""
+	}
+	return reason
 }
 
 // tenantHint refuses a tenant hint (in _meta or as a tenant_id argument) that
@@ -717,42 +386,55 @@ func rawHash(raw []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// arguments is a call's arguments as the gate reads them before strict
+// validation (step 5): the raw bytes and their top-level members. Invalid
+// says the raw bytes are not a JSON object (nor empty, nor null); members is
+// then empty and step 5 reports the error. The flag lives beside the map,
+// not in it, so no key a caller could send stands for it.
+type arguments struct {
+	raw     json.RawMessage
+	members map[string]json.RawMessage
+	invalid bool
+}
+
 // parseArgs reads the arguments object leniently (strict validation is step
-// 5). The values are slices of raw, not copies: an 11 MB photo is not
+// 5). The members are slices of raw, not copies: an 11 MB photo is not
 // duplicated to find its idempotency_key. It answers as json.Unmarshal into
-// a map would (TestParseArgs_SameAsUnmarshal holds it to that).
-func parseArgs(raw json.RawMessage) map[string]json.RawMessage {
-	m := map[string]json.RawMessage{}
+// a map would, its error as invalid (TestParseArgs_SameAsUnmarshal holds it
+// to that).
+func parseArgs(raw json.RawMessage) arguments {
+	a := arguments{raw: raw, members: map[string]json.RawMessage{}}
+	bad := arguments{raw: raw, members: map[string]json.RawMessage{}, invalid: true}
 	if len(raw) == 0 {
-		return m
+		return a
 	}
 	if !json.Valid(raw) {
-		return map[string]json.RawMessage{"\x00invalid": raw} // step 5 reports invalid JSON
+		return bad
 	}
 	i := skipWS(raw, 0)
 	if bytes.HasPrefix(raw[i:], []byte("null")) {
-		return m
+		return a
 	}
 	if raw[i] != '{' {
-		return map[string]json.RawMessage{"\x00invalid": raw}
+		return bad
 	}
 	i = skipWS(raw, i+1)
 	for i < len(raw) && raw[i] != '}' {
 		kEnd := valueEnd(raw, i)
 		var k string
 		if json.Unmarshal(raw[i:kEnd], &k) != nil {
-			return map[string]json.RawMessage{"\x00invalid": raw}
+			return bad
 		}
 		i = skipWS(raw, kEnd) + 1 // the colon
 		i = skipWS(raw, i)
 		vEnd := valueEnd(raw, i)
-		m[k] = raw[i:vEnd:vEnd]
+		a.members[k] = raw[i:vEnd:vEnd]
 		i = skipWS(raw, vEnd)
 		if i < len(raw) && raw[i] == ',' {
 			i = skipWS(raw, i+1)
 		}
 	}
-	return m
+	return a
 }
 
 func skipWS(b []byte, i int) int {
@@ -820,12 +502,12 @@ func requestID(args map[string]json.RawMessage) (string, bool) {
 // costs no copy. Any member that does not canonicalise falls back to
 // inputHashWhole, the reference form the fingerprints were defined by;
 // TestInputHash_StreamEqualsWhole holds the two to the same result.
-func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
-	if _, bad := args["\x00invalid"]; bad {
-		return inputHashWhole(args, raw)
+func inputHash(a arguments) string {
+	if a.invalid {
+		return inputHashWhole(a)
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
+	keys := make([]string, 0, len(a.members))
+	for k := range a.members {
 		if k != "idempotency_key" && k != "request_id" {
 			keys = append(keys, k)
 		}
@@ -841,14 +523,14 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 		kb, _ := json.Marshal(k)
 		ck, err := domain.CanonicalJSON(kb)
 		if err != nil {
-			return inputHashWhole(args, raw)
+			return inputHashWhole(a)
 		}
 		if i > 0 {
 			h.Write([]byte{','})
 		}
 		h.Write(ck)
 		h.Write([]byte{':'})
-		v := args[k]
+		v := a.members[k]
 		if plainString(v) {
 			h.Write(v)
 			continue
@@ -858,7 +540,7 @@ func inputHash(args map[string]json.RawMessage, raw json.RawMessage) string {
 		wrapped = append(append(append(wrapped, '['), v...), ']')
 		cv, err := domain.CanonicalJSON(wrapped)
 		if err != nil || len(cv) < 2 {
-			return inputHashWhole(args, raw)
+			return inputHashWhole(a)
 		}
 		h.Write(cv[1 : len(cv)-1])
 	}
@@ -887,11 +569,11 @@ func plainString(v []byte) bool {
 
 // inputHashWhole is the reference form of inputHash: the whole input
 // re-encoded and canonicalised at once.
-func inputHashWhole(args map[string]json.RawMessage, raw json.RawMessage) string {
-	body := raw
-	if _, bad := args["\x00invalid"]; !bad {
-		m := make(map[string]json.RawMessage, len(args))
-		for k, v := range args {
+func inputHashWhole(a arguments) string {
+	body := a.raw
+	if !a.invalid {
+		m := make(map[string]json.RawMessage, len(a.members))
+		for k, v := range a.members {
 			if k != "idempotency_key" && k != "request_id" {
 				m[k] = v
 			}

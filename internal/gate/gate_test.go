@@ -41,6 +41,29 @@ func TestDetailed_AddsTheDomainReasonOnly(t *testing.T) {
 	}
 }
 
+// A typed reason (domain.Because) is read by type, not cut out of the
+// error's text: it gives the message the fmt.Errorf form gives, whatever
+// context is wrapped around it, and only for its own sentinel.
+func TestDetailed_TypedReasonReadByType(t *testing.T) {
+	legacy := fmt.Errorf("store: item_991 is at version 8, the proposal expected 7: %w", domain.ErrStaleVersion)
+	want := detailed(CodeStaleTargetVersion, legacy, domain.ErrStaleVersion).message
+	typed := domain.Because(domain.ErrStaleVersion, "item_991 is at version %d, the proposal expected %d", 8, 7)
+	for _, err := range []error{typed, fmt.Errorf("store: %w", typed), fmt.Errorf("executing prop_1: %w", typed)} {
+		if !errors.Is(err, domain.ErrStaleVersion) {
+			t.Fatalf("%v does not match its sentinel", err)
+		}
+		if got := detailed(CodeStaleTargetVersion, err, domain.ErrStaleVersion).message; got != want {
+			t.Errorf("%v: message %q, want %q", err, got, want)
+		}
+	}
+	if typed.Error() != "item_991 is at version 8, the proposal expected 7: "+domain.ErrStaleVersion.Error() {
+		t.Errorf("text %q differs from the fmt.Errorf form", typed.Error())
+	}
+	if f := detailed(CodeStaleTargetVersion, &domain.ReasonError{Sentinel: domain.ErrStaleVersion}, domain.ErrStaleVersion); f.message != "" {
+		t.Errorf("an empty reason got a message: %q", f.message)
+	}
+}
+
 func TestCheckVersion_PinnedMajorDeprecatedUnsupported(t *testing.T) {
 	tool := &catalog.Tool{Definition: catalog.Definition{Name: "x", Version: "2.1.0", Status: catalog.StatusActive, DeprecatedMajors: []int{1}}}
 	cases := []struct {
