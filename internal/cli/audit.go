@@ -65,7 +65,7 @@ func newAuditVerifyCmd(f *Factory) *cobra.Command {
 					return usageError{err}
 				}
 			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 				rep, err := audit.Verify(cmd.Context(), st, audit.VerifyOptions{Against: saved})
 				if err != nil {
 					return err
@@ -152,7 +152,7 @@ func newAuditHeadCmd(f *Factory) *cobra.Command {
 		Long:  "Print the newest event and its hash for every tenant chain (no verification).\n\n" + auditLimits,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 				heads, err := audit.Heads(cmd.Context(), st)
 				if err != nil {
 					return err
@@ -185,7 +185,7 @@ func newAuditTraceCmd(f *Factory) *cobra.Command {
 			"public or buyer effects, event and trace ids, and whether the client and the authority can still be stopped.",
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 				tr, err := audit.Trace(cmd.Context(), st, a[0])
 				if err != nil {
 					return err
@@ -330,7 +330,7 @@ func newAuditTailCmd(f *Factory) *cobra.Command {
 			if o.Lines < 0 || o.Interval <= 0 {
 				return usageError{errors.New("-n must be >= 0 and --interval > 0")}
 			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 				return tailRun(cmd.Context(), f, st, o)
 			})
 		},
@@ -426,7 +426,7 @@ func newAuditShowCmd(f *Factory) *cobra.Command {
 		Short: "Print one plugin_event with its chain links",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 				recs, err := st.AuditEvents(cmd.Context(), domain.EventQuery{ID: a[0]})
 				if err != nil {
 					return err

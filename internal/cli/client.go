@@ -62,12 +62,7 @@ func withClientAdmin(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, 
 		}
 		return fn(cfg, s)
 	}
-	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return fn(cfg, st)
+	return withConfiguredStore(cmd.Context(), f, cfg, func(cfg config.Config, st *store.Store) error { return fn(cfg, st) })
 }
 
 // withGatedClientAdmin is withClientAdmin for a command that grants or
@@ -91,13 +86,23 @@ func authorizeFor(ctx context.Context, f *Factory, cfg config.Config, a any, g s
 	return authorize(ctx, f, cfg, st, g)
 }
 
-// withStore opens the configured store for a seller-side command.
-func withStore(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, st *store.Store) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+// withStore is how a command opens the local store: it resolves the
+// configuration with db (the --db flag), opens the store, runs fn and
+// closes it. Commands never call f.OpenStore themselves, so every one opens
+// the store the same way and closes it on every path.
+func withStore(ctx context.Context, f *Factory, db string, fn func(cfg config.Config, st *store.Store) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
-	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
+	return withConfiguredStore(ctx, f, cfg, fn)
+}
+
+// withConfiguredStore is withStore for a command that must look at the
+// configuration before anything is opened (a mode check, a live branch):
+// opening creates the database file, so a refusal comes first.
+func withConfiguredStore(ctx context.Context, f *Factory, cfg config.Config, fn func(cfg config.Config, st *store.Store) error) error {
+	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

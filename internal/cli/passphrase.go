@@ -285,7 +285,7 @@ func newPassphraseSetCmd(f *Factory) *cobra.Command {
 		Short: "Set the approval passphrase (the first time; `passphrase change` replaces it)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, st *store.Store) error {
 				g := sellerGate{Command: "passphrase set", Stdin: o.Stdin, Claims: []claim{{"--as", o.As}}}
 				if err := refuseAgentShell(cmd.Context(), f, cfg, st, g); err != nil {
 					return err
@@ -336,7 +336,7 @@ func newPassphraseChangeCmd(f *Factory) *cobra.Command {
 		Short: "Change the approval passphrase (asks for the current one)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, st *store.Store) error {
 				g := sellerGate{Command: "passphrase change", Stdin: o.Stdin}
 				if err := refuseAgentShell(cmd.Context(), f, cfg, st, g); err != nil {
 					return err
@@ -385,7 +385,7 @@ func newPassphraseStatusCmd(f *Factory) *cobra.Command {
 		Short: "Say whether an approval passphrase is set, for whom, and whether it is locked",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
+			return withStore(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, st *store.Store) error {
 				info, err := st.PassphraseStatus(cmd.Context())
 				if err != nil {
 					return err

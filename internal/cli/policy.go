@@ -140,7 +140,7 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a
 		return err
 	}
 	if cfg.Mode != domain.ModeLive {
-		return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+		return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
 			var owner string
 			if gate != nil {
 				if owner, err = authorize(cmd.Context(), f, cfg, st, *gate); err != nil {
