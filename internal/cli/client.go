@@ -50,28 +50,28 @@ func newClientCmd(f *Factory) *cobra.Command {
 // signed-in seller's session (`trovesnap login`), under which the project's
 // seller RPCs and row level security decide what the user may see and do —
 // the local file holds no clients there, and no key of this process acts.
-func withClientAdmin(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, a domain.ClientAdmin) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+func withClientAdmin(ctx context.Context, f *Factory, db string, fn func(cfg config.Config, a domain.ClientAdmin) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
 	if cfg.Mode == domain.ModeLive {
-		s, err := f.OpenSeller(cmd.Context(), cfg)
+		s, err := f.OpenSeller(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		return fn(cfg, s)
 	}
-	return withConfiguredStore(cmd.Context(), f, cfg, func(cfg config.Config, st *store.Store) error { return fn(cfg, st) })
+	return withConfiguredStore(ctx, f, cfg, func(cfg config.Config, st *store.Store) error { return fn(cfg, st) })
 }
 
 // withGatedClientAdmin is withClientAdmin for a command that grants or
 // widens authority: the agent-shell tripwire and the seller's passphrase
 // come first (the passphrase is the local store's, in live mode too).
 // owner is the passphrase's owner in mock mode, "" in live mode.
-func withGatedClientAdmin(cmd *cobra.Command, f *Factory, g sellerGate, fn func(cfg config.Config, a domain.ClientAdmin, owner string) error) error {
-	return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
-		owner, err := authorizeFor(cmd.Context(), f, cfg, a, g)
+func withGatedClientAdmin(ctx context.Context, f *Factory, db string, g sellerGate, fn func(cfg config.Config, a domain.ClientAdmin, owner string) error) error {
+	return withClientAdmin(ctx, f, db, func(cfg config.Config, a domain.ClientAdmin) error {
+		owner, err := authorizeFor(ctx, f, cfg, a, g)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 				return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
 			}
 			g := sellerGate{Command: "client register", Tenant: o.Tenant, Stdin: o.PassphraseStdin, Claims: []claim{{"--created-by", o.CreatedBy}}}
-			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
+			return withGatedClientAdmin(cmd.Context(), f, dbFlag(cmd), g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
 				if o.CreatedBy == "" {
 					o.CreatedBy = owner // mock mode: the passphrase's owner registers it
 				}
@@ -278,7 +278,7 @@ func newClientPreviewCmd(f *Factory) *cobra.Command {
 		Short: "Print a client's host setup again, without the secret (paste the token you saved)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error {
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, ca domain.ClientAdmin) error {
 				c, err := ca.GetClient(cmd.Context(), a[0])
 				if err != nil {
 					return clientError(err)
@@ -307,7 +307,7 @@ func newClientListCmd(f *Factory) *cobra.Command {
 		Short: "List registered clients",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, ca domain.ClientAdmin) error {
 				cs, err := ca.ListClients(cmd.Context(), tenant)
 				if err != nil {
 					return clientError(err)
@@ -346,7 +346,7 @@ func newClientShowCmd(f *Factory) *cobra.Command {
 		Short: "Show a client, its status, groups and effective limits",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, ca domain.ClientAdmin) error {
 				c, err := ca.GetClient(cmd.Context(), a[0])
 				if err != nil {
 					return clientError(err)
@@ -394,9 +394,9 @@ func newClientStatusCmd(f *Factory, use, short, status string) *cobra.Command {
 				return err
 			}
 			if widens {
-				return withGatedClientAdmin(cmd, f, sellerGate{Command: "client reactivate", Stdin: passStdin, Claims: []claim{{"--by", by}}}, run)
+				return withGatedClientAdmin(cmd.Context(), f, dbFlag(cmd), sellerGate{Command: "client reactivate", Stdin: passStdin, Claims: []claim{{"--by", by}}}, run)
 			}
-			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error { return run(cfg, ca, "") })
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, ca domain.ClientAdmin) error { return run(cfg, ca, "") })
 		},
 	}
 	if widens {
@@ -417,7 +417,7 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			g := sellerGate{Command: "client rotate", Stdin: passStdin, Claims: []claim{{"--by", by}}}
-			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, ca domain.ClientAdmin, owner string) error {
+			return withGatedClientAdmin(cmd.Context(), f, dbFlag(cmd), g, func(cfg config.Config, ca domain.ClientAdmin, owner string) error {
 				by := by
 				if by == "" {
 					by = owner // mock mode: the passphrase's owner acts

@@ -134,16 +134,16 @@ type policyAdmin interface {
 // mock mode who is nil. With a gate (a command that widens authority) the
 // agent-shell tripwire and the seller's passphrase come first; owner is
 // the passphrase's owner in mock mode, the user the command acts as.
-func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a policyAdmin, who *live.SellerIdentity, owner string) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+func withPolicyAdmin(ctx context.Context, f *Factory, db string, gate *sellerGate, fn func(a policyAdmin, who *live.SellerIdentity, owner string) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
 	if cfg.Mode != domain.ModeLive {
-		return withStore(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, st *store.Store) error {
+		return withConfiguredStore(ctx, f, cfg, func(_ config.Config, st *store.Store) error {
 			var owner string
 			if gate != nil {
-				if owner, err = authorize(cmd.Context(), f, cfg, st, *gate); err != nil {
+				if owner, err = authorize(ctx, f, cfg, st, *gate); err != nil {
 					return err
 				}
 			}
@@ -151,15 +151,15 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a
 		})
 	}
 	if gate != nil {
-		if err := refuseAgentShell(cmd.Context(), f, cfg, nil, *gate); err != nil {
+		if err := refuseAgentShell(ctx, f, cfg, nil, *gate); err != nil {
 			return err
 		}
 	}
-	s, err := f.OpenSeller(cmd.Context(), cfg)
+	s, err := f.OpenSeller(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	who, err := s.WhoAmI(cmd.Context())
+	who, err := s.WhoAmI(ctx)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a
 				return err
 			}
 		}
-		if _, err := authorize(cmd.Context(), f, cfg, nil, *gate); err != nil {
+		if _, err := authorize(ctx, f, cfg, nil, *gate); err != nil {
 			return err
 		}
 	}
@@ -217,7 +217,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 				return adminError(err)
 			}
 			gate := &sellerGate{Command: "policy create", Tenant: pol.TenantID, Stdin: passStdin, Claims: []claim{{"created_by", pol.CreatedBy}}}
-			return withPolicyAdmin(cmd, f, gate, func(a policyAdmin, who *live.SellerIdentity, owner string) error {
+			return withPolicyAdmin(cmd.Context(), f, dbFlag(cmd), gate, func(a policyAdmin, who *live.SellerIdentity, owner string) error {
 				enable := "`trovesnap policy enable %s`"
 				if pol.CreatedBy == "" {
 					pol.CreatedBy = owner // mock mode: the passphrase's owner creates it
@@ -248,7 +248,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "List a tenant's policies",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPolicyAdmin(cmd, f, nil, func(a policyAdmin, who *live.SellerIdentity, _ string) error {
+			return withPolicyAdmin(cmd.Context(), f, dbFlag(cmd), nil, func(a policyAdmin, who *live.SellerIdentity, _ string) error {
 				tenant := tenant
 				if who != nil {
 					var err error
@@ -284,7 +284,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 		Short: "Show a policy",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withPolicyAdmin(cmd, f, nil, func(adm policyAdmin, _ *live.SellerIdentity, _ string) error {
+			return withPolicyAdmin(cmd.Context(), f, dbFlag(cmd), nil, func(adm policyAdmin, _ *live.SellerIdentity, _ string) error {
 				p, err := adm.GetPolicy(cmd.Context(), a[0])
 				if err != nil {
 					return adminError(err)
@@ -317,7 +317,7 @@ func newPolicyCmd(f *Factory) *cobra.Command {
 				if widens {
 					gate = &sellerGate{Command: "policy enable", Stdin: passStdin, Claims: []claim{{"--by", by}}}
 				}
-				return withPolicyAdmin(cmd, f, gate, func(adm policyAdmin, who *live.SellerIdentity, owner string) error {
+				return withPolicyAdmin(cmd.Context(), f, dbFlag(cmd), gate, func(adm policyAdmin, who *live.SellerIdentity, owner string) error {
 					by := by
 					if by == "" {
 						by = owner // mock mode: the passphrase's owner enables it

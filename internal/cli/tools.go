@@ -42,7 +42,7 @@ func newToolsCmd(f *Factory) *cobra.Command {
 			}
 			out := ToolsListOutput{Mode: string(cfg.Mode)}
 			if as != "" {
-				err := withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+				err := withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, a domain.ClientAdmin) error {
 					p, err := a.PrincipalForClient(cmd.Context(), as)
 					if err != nil {
 						return clientError(err)
@@ -127,7 +127,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if tenant == "" {
 				return usageError{fmt.Errorf("--tenant is required")}
 			}
-			return withClientAdmin(cmd, f, func(_ config.Config, a domain.ClientAdmin) error {
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
@@ -168,7 +168,7 @@ func newLimitsCmd(f *Factory) *cobra.Command {
 			if fl.Changed("paid-usd-per-day") && !domain.ValidUSD(paid) {
 				return usageError{fmt.Errorf("--paid-usd-per-day must be a finite amount of at least 0, not %v", paid)}
 			}
-			return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
+			return withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(cfg config.Config, a domain.ClientAdmin) error {
 				l, err := a.EffectiveLimits(cmd.Context(), tenant, client)
 				if err != nil {
 					return clientError(err)
