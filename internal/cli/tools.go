@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -27,92 +28,103 @@ type ToolsListOutput struct {
 	Tools     []ToolRow         `json:"tools"`
 }
 
+// ToolsListOptions are the options of `tools list`.
+type ToolsListOptions struct {
+	DB   string
+	As   string // a client id: explain what it sees and why
+	JSON bool
+}
+
 func newToolsCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "The tool catalog"}
-	var as string
-	var asJSON bool
+	o := &ToolsListOptions{}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Print the tool registry; with --as CLIENT, what that client sees and why",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.Config(dbFlag(cmd))
-			if err != nil {
-				return err
-			}
-			out := ToolsListOutput{Mode: string(cfg.Mode)}
-			if as != "" {
-				err := withClientAdmin(cmd.Context(), f, dbFlag(cmd), func(_ config.Config, a domain.ClientAdmin) error {
-					p, err := a.PrincipalForClient(cmd.Context(), as)
-					if err != nil {
-						return clientError(err)
-					}
-					out.Principal = &p
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			for i := range catalog.All() {
-				t := &catalog.All()[i]
-				row := ToolRow{Definition: t.Definition, InputSchemaHash: t.InputSchemaHash, OutputSchemaHash: t.OutputSchemaHash}
-				if out.Principal != nil {
-					d := catalog.Decide(t, cfg.Mode, *out.Principal)
-					row.Decision = &d
-				}
-				out.Tools = append(out.Tools, row)
-			}
-			if asJSON {
-				return writeJSON(f.IO.Out, out)
-			}
-			w := f.IO.Out
-			if p := out.Principal; p != nil {
-				role := p.Role
-				if role == "" {
-					role = "no membership"
-				}
-				fmt.Fprintf(w, "As %s (%s, status %s): actor %s in %s, role %s, groups %s; %s mode\n\n",
-					p.Client.ID, p.Client.Name, p.ClientStatus, p.ActorID, p.TenantID, role, strings.Join(p.AllowedToolGroups, ","), cfg.Mode)
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			if out.Principal != nil {
-				fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tVISIBLE\tWHY")
-			} else {
-				fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tRISK\tSTATUS\tAPPROVAL\tPERMISSIONS")
-			}
-			visible := 0
-			for _, r := range out.Tools {
-				if r.Decision != nil {
-					v := "no"
-					if r.Decision.Visible {
-						v = "yes"
-						visible++
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, v, r.Decision.Reason)
-					continue
-				}
-				perms := strings.Join(r.Permissions, ",")
-				if len(r.AnyPermissions) > 0 {
-					perms = "any of " + strings.Join(r.AnyPermissions, "|")
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, r.Risk, r.Status, r.Approval, perms)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if out.Principal != nil {
-				_, err = fmt.Fprintf(w, "\n%d of %d tools visible\n", visible, len(out.Tools))
-			} else {
-				_, err = fmt.Fprintf(w, "\n%d tools\n", len(out.Tools))
-			}
-			return err
+			o.DB = dbFlag(cmd)
+			return toolsListRun(cmd.Context(), f, o)
 		},
 	}
-	list.Flags().StringVar(&as, "as", "", "explain visibility for this client id")
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	list.Flags().StringVar(&o.As, "as", "", "explain visibility for this client id")
+	list.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	cmd.AddCommand(list)
 	return cmd
+}
+
+func toolsListRun(ctx context.Context, f *Factory, o *ToolsListOptions) error {
+	cfg, err := f.Config(o.DB)
+	if err != nil {
+		return err
+	}
+	out := ToolsListOutput{Mode: string(cfg.Mode)}
+	if o.As != "" {
+		err := withClientAdmin(ctx, f, o.DB, func(_ config.Config, a domain.ClientAdmin) error {
+			p, err := a.PrincipalForClient(ctx, o.As)
+			if err != nil {
+				return clientError(err)
+			}
+			out.Principal = &p
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := range catalog.All() {
+		t := &catalog.All()[i]
+		row := ToolRow{Definition: t.Definition, InputSchemaHash: t.InputSchemaHash, OutputSchemaHash: t.OutputSchemaHash}
+		if out.Principal != nil {
+			d := catalog.Decide(t, cfg.Mode, *out.Principal)
+			row.Decision = &d
+		}
+		out.Tools = append(out.Tools, row)
+	}
+	if o.JSON {
+		return writeJSON(f.IO.Out, out)
+	}
+	w := f.IO.Out
+	if p := out.Principal; p != nil {
+		role := p.Role
+		if role == "" {
+			role = "no membership"
+		}
+		fmt.Fprintf(w, "As %s (%s, status %s): actor %s in %s, role %s, groups %s; %s mode\n\n",
+			p.Client.ID, p.Client.Name, p.ClientStatus, p.ActorID, p.TenantID, role, strings.Join(p.AllowedToolGroups, ","), cfg.Mode)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if out.Principal != nil {
+		fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tVISIBLE\tWHY")
+	} else {
+		fmt.Fprintln(tw, "TOOL\tVERSION\tTIER\tRISK\tSTATUS\tAPPROVAL\tPERMISSIONS")
+	}
+	visible := 0
+	for _, r := range out.Tools {
+		if r.Decision != nil {
+			v := "no"
+			if r.Decision.Visible {
+				v = "yes"
+				visible++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, v, r.Decision.Reason)
+			continue
+		}
+		perms := strings.Join(r.Permissions, ",")
+		if len(r.AnyPermissions) > 0 {
+			perms = "any of " + strings.Join(r.AnyPermissions, "|")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.Tier, r.Risk, r.Status, r.Approval, perms)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if out.Principal != nil {
+		_, err = fmt.Fprintf(w, "\n%d of %d tools visible\n", visible, len(out.Tools))
+	} else {
+		_, err = fmt.Fprintf(w, "\n%d tools\n", len(out.Tools))
+	}
+	return err
 }
 
 func newLimitsCmd(f *Factory) *cobra.Command {
