@@ -14,11 +14,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// IdempotencyTTL is how long a persisted write's key is honoured: a retry
-// within 24 hours of the first execution replays it; after that the key
-// starts a new execution and PruneIdempotency may delete the old row.
-const IdempotencyTTL = 24 * time.Hour
-
 // Vocabulary of the candidate chain for MCP-originated candidates.
 const (
 	sourceKindMCP   = "mcp_client"
@@ -98,59 +93,6 @@ func (s *Store) CreateCandidate(ctx context.Context, p domain.Principal, w domai
 	})
 }
 
-// checkWriteMeta refuses write metadata that does not belong to the
-// principal: the idempotency scope is the caller's own (tenant, client), and
-// every write is audited under an event id.
-func checkWriteMeta(p domain.Principal, w domain.WriteMeta) error {
-	k := w.Idem
-	switch {
-	case k.Key == "":
-		return domain.Invalid("idempotency_key", "required for a persisted write")
-	case k.Fingerprint == "" || k.Tool == "":
-		return fmt.Errorf("store: idempotency scope without tool or fingerprint: %w", domain.ErrInvalidInput)
-	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
-		return fmt.Errorf("store: idempotency scope is not the principal's: %w", domain.ErrInvalidInput)
-	case w.Event.ID == "":
-		return fmt.Errorf("store: write without an event id: %w", domain.ErrInvalidInput)
-	}
-	return nil
-}
-
-type idemRow struct {
-	fingerprint string
-	result      domain.StoredResult
-}
-
-// lookupIdem finds the live idempotency row of k. An expired row is deleted
-// here, inside the write transaction, so the key can start afresh.
-func (s *Store) lookupIdem(ctx context.Context, tx *sql.Tx, k domain.IdempotencyKey, now time.Time) (idemRow, bool, error) {
-	var (
-		row            idemRow
-		result, expiry string
-	)
-	err := tx.QueryRowContext(ctx, `SELECT fingerprint, result, expires_at FROM idempotency_keys
-		WHERE tenant_id = ? AND client_id = ? AND tool = ? AND tool_major = ? AND key = ?`,
-		k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key).Scan(&row.fingerprint, &result, &expiry)
-	if errors.Is(err, sql.ErrNoRows) {
-		return row, false, nil
-	}
-	if err != nil {
-		return row, false, s.dbErr("idempotency lookup", err)
-	}
-	if expiry <= ts(now) {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys
-			WHERE tenant_id = ? AND client_id = ? AND tool = ? AND tool_major = ? AND key = ?`,
-			k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key); err != nil {
-			return row, false, s.dbErr("idempotency expire", err)
-		}
-		return row, false, nil
-	}
-	if err := json.Unmarshal([]byte(result), &row.result); err != nil {
-		return row, false, s.dbErr("idempotency decode", err)
-	}
-	return row, true, nil
-}
-
 // checkClientActive re-reads the principal's client inside the write
 // transaction: a suspension committed after the gate resolved the principal
 // still stops the write.
@@ -196,21 +138,6 @@ func (s *Store) mcpDescriptor(ctx context.Context, tx *sql.Tx, p domain.Principa
 		return "", s.dbErr("source descriptor", err)
 	}
 	return id, nil
-}
-
-// PruneIdempotency deletes the idempotency rows that expired at or before
-// now and reports how many.
-func (s *Store) PruneIdempotency(ctx context.Context, now time.Time) (int64, error) {
-	var n int64
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE expires_at <= ?", ts(now))
-		if err != nil {
-			return s.dbErr("prune idempotency", err)
-		}
-		n, _ = r.RowsAffected()
-		return nil
-	})
-	return n, err
 }
 
 // canonicalJSON encodes v with sorted object keys and no HTML escaping, so

@@ -47,27 +47,6 @@ func (s *Store) commitWriteEvent(ctx context.Context, tx *sql.Tx, w domain.Write
 	return s.insertEvent(ctx, tx, ev)
 }
 
-// storeIdempotency records the first result of a persisted write under its
-// idempotency scope, in the write's own transaction, so a retry replays it.
-func (s *Store) storeIdempotency(ctx context.Context, tx *sql.Tx, w domain.WriteMeta, result any, related domain.Related, now time.Time) error {
-	resJSON, err := json.Marshal(result)
-	if err != nil {
-		return s.dbErr("idempotency: encode result", err)
-	}
-	stored, err := json.Marshal(domain.StoredResult{Result: resJSON, Related: related.Normalized(), EventID: w.Event.ID})
-	if err != nil {
-		return s.dbErr("idempotency: encode result", err)
-	}
-	k := w.Idem
-	if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint,
-		result, event_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key, k.Fingerprint, string(stored), w.Event.ID,
-		ts(now), ts(now.Add(IdempotencyTTL))); err != nil {
-		return s.dbErr("idempotency: insert row", err)
-	}
-	return nil
-}
-
 // insertEvent writes e inside tx. Related lists are normalised to [] (events
 // never carry null lists) and the instant to UTC before the body is encoded,
 // so the indexed columns and the body always agree.

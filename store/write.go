@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -73,23 +72,4 @@ func idempotentWrite[T any](ctx context.Context, s *Store, p domain.Principal, w
 		return zero, domain.WriteOutcome{}, err
 	}
 	return res, out, nil
-}
-
-// CheckIdempotency reports whether k was used, with the same input or not.
-func (s *Store) CheckIdempotency(ctx context.Context, k domain.IdempotencyKey) (domain.IdemState, error) {
-	var fp, expiry string
-	err := s.r.QueryRowContext(ctx, `SELECT fingerprint, expires_at FROM idempotency_keys
-		WHERE tenant_id = ? AND client_id = ? AND tool = ? AND tool_major = ? AND key = ?`,
-		k.TenantID, k.ClientID, k.Tool, k.ToolMajor, k.Key).Scan(&fp, &expiry)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return domain.IdemUnused, nil
-	case err != nil:
-		return domain.IdemUnused, s.dbErr("check idempotency", err)
-	case expiry <= ts(s.clock.Now()):
-		return domain.IdemUnused, nil
-	case fp == k.Fingerprint:
-		return domain.IdemReplay, nil
-	}
-	return domain.IdemConflict, nil
 }

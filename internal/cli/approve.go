@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -91,11 +90,13 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 	if cfg.Mode == domain.ModeLive {
 		return approveLive(ctx, f, cfg, o, d, gate)
 	}
-	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	return withConfiguredStore(ctx, f, cfg, func(cfg config.Config, st *store.Store) error {
+		return approveMock(ctx, f, cfg, st, o, d, gate)
+	})
+}
+
+// approveMock runs the terminal in mock mode on the open local store.
+func approveMock(ctx context.Context, f *Factory, cfg config.Config, st *store.Store, o *ApproveOptions, d approveDeps, gate sellerGate) error {
 	// The terminal acts as the passphrase's owner; the tenant is resolved
 	// first so that a wrong --tenant is said before the passphrase is asked.
 	as := o.As
@@ -107,6 +108,7 @@ func approveRun(ctx context.Context, f *Factory, o *ApproveOptions, d approveDep
 		as = info.Owner
 	}
 	if as != "" {
+		var err error
 		if gate.Tenant, err = sellerTenant(ctx, st, as, o.Tenant); err != nil {
 			return err
 		}

@@ -45,6 +45,7 @@ func newAuditCmd(f *Factory) *cobra.Command {
 
 // AuditVerifyOptions are the options of `audit verify`.
 type AuditVerifyOptions struct {
+	DB      string
 	JSON    bool
 	Against string
 }
@@ -58,32 +59,37 @@ func newAuditVerifyCmd(f *Factory) *cobra.Command {
 			"(modified, deleted, reordered, duplicated, inserted). Exit 0 when all are intact, 6 otherwise.\n\n" + auditLimits,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var saved []domain.ChainHead
-			if o.Against != "" {
-				var err error
-				if saved, err = readHeads(o.Against); err != nil {
-					return usageError{err}
-				}
-			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				rep, err := audit.Verify(cmd.Context(), st, audit.VerifyOptions{Against: saved})
-				if err != nil {
-					return err
-				}
-				if o.JSON {
-					if err := writeJSON(f.IO.Out, rep); err != nil {
-						return err
-					}
-				} else if err := printVerify(f.IO.Out, rep); err != nil {
-					return err
-				}
-				return rep.Err()
-			})
+			o.DB = dbFlag(cmd)
+			return auditVerifyRun(cmd.Context(), f, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Against, "against", "", "a file written by `audit head --json` earlier: each saved head must still be in its chain")
 	return cmd
+}
+
+func auditVerifyRun(ctx context.Context, f *Factory, o *AuditVerifyOptions) error {
+	var saved []domain.ChainHead
+	if o.Against != "" {
+		var err error
+		if saved, err = readHeads(o.Against); err != nil {
+			return usageError{err}
+		}
+	}
+	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+		rep, err := audit.Verify(ctx, st, audit.VerifyOptions{Against: saved})
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			if err := writeJSON(f.IO.Out, rep); err != nil {
+				return err
+			}
+		} else if err := printVerify(f.IO.Out, rep); err != nil {
+			return err
+		}
+		return rep.Err()
+	})
 }
 
 func printVerify(w io.Writer, rep audit.Report) error {
@@ -144,37 +150,55 @@ func readHeads(path string) ([]domain.ChainHead, error) {
 	return hf.Heads, nil
 }
 
+// AuditHeadOptions are the options of `audit head`.
+type AuditHeadOptions struct {
+	DB   string
+	JSON bool
+}
+
 func newAuditHeadCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &AuditHeadOptions{}
 	cmd := &cobra.Command{
 		Use:   "head",
 		Short: "Print the head hash of every chain, to keep somewhere else",
 		Long:  "Print the newest event and its hash for every tenant chain (no verification).\n\n" + auditLimits,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				heads, err := audit.Heads(cmd.Context(), st)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, HeadsFile{RecordedAt: f.Clock.Now().UTC(), Heads: heads})
-				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tEVENTS\tSEQ\tEVENT\tHEAD HASH")
-				for _, h := range heads {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", auditTenant(h.TenantID), h.Events, h.Seq, h.EventID, h.EventHash)
-				}
-				return tw.Flush()
-			})
+			o.DB = dbFlag(cmd)
+			return auditHeadRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the input of `audit verify --against`)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON (the input of `audit verify --against`)")
 	return cmd
 }
 
+func auditHeadRun(ctx context.Context, f *Factory, o *AuditHeadOptions) error {
+	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+		heads, err := audit.Heads(ctx, st)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, HeadsFile{RecordedAt: f.Clock.Now().UTC(), Heads: heads})
+		}
+		tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TENANT\tEVENTS\tSEQ\tEVENT\tHEAD HASH")
+		for _, h := range heads {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", auditTenant(h.TenantID), h.Events, h.Seq, h.EventID, h.EventHash)
+		}
+		return tw.Flush()
+	})
+}
+
+// AuditTraceOptions are the options of `audit trace`.
+type AuditTraceOptions struct {
+	DB   string
+	ID   string // a proposal, correlation, event or request id
+	JSON bool
+}
+
 func newAuditTraceCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &AuditTraceOptions{}
 	cmd := &cobra.Command{
 		Use:   "trace ID",
 		Short: "Reconstruct a request or proposal and answer, for each invocation, who, what, under which authority, with what effect",
@@ -185,20 +209,26 @@ func newAuditTraceCmd(f *Factory) *cobra.Command {
 			"public or buyer effects, event and trace ids, and whether the client and the authority can still be stopped.",
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				tr, err := audit.Trace(cmd.Context(), st, a[0])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, tr)
-				}
-				return printTrace(f.IO.Out, tr)
-			})
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return auditTraceRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func auditTraceRun(ctx context.Context, f *Factory, o *AuditTraceOptions) error {
+	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+		tr, err := audit.Trace(ctx, st, o.ID)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, tr)
+		}
+		return printTrace(f.IO.Out, tr)
+	})
 }
 
 func auditYesNo(b bool) string {
@@ -304,6 +334,7 @@ func auditRelated(r domain.Related) string {
 
 // AuditTailOptions are the options of `audit tail`.
 type AuditTailOptions struct {
+	DB       string
 	Lines    int
 	Follow   bool
 	JSON     bool
@@ -327,12 +358,8 @@ func newAuditTailCmd(f *Factory) *cobra.Command {
 		Short: "Print the newest events; --follow keeps printing new ones until interrupted",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Lines < 0 || o.Interval <= 0 {
-				return usageError{errors.New("-n must be >= 0 and --interval > 0")}
-			}
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				return tailRun(cmd.Context(), f, st, o)
-			})
+			o.DB = dbFlag(cmd)
+			return auditTailRun(cmd.Context(), f, o)
 		},
 	}
 	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 20, "how many of the newest events to print first")
@@ -343,7 +370,17 @@ func newAuditTailCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func tailRun(ctx context.Context, f *Factory, st *store.Store, o *AuditTailOptions) error {
+func auditTailRun(ctx context.Context, f *Factory, o *AuditTailOptions) error {
+	if o.Lines < 0 || o.Interval <= 0 {
+		return usageError{errors.New("-n must be >= 0 and --interval > 0")}
+	}
+	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+		return tailEvents(ctx, f, st, o)
+	})
+}
+
+// tailEvents prints the newest events of st and, with --follow, new ones.
+func tailEvents(ctx context.Context, f *Factory, st *store.Store, o *AuditTailOptions) error {
 	var (
 		recs []domain.ChainRecord
 		last int64
@@ -419,44 +456,57 @@ type ShowOutput struct {
 	Event     json.RawMessage `json:"event"`
 }
 
+// AuditShowOptions are the options of `audit show`.
+type AuditShowOptions struct {
+	DB   string
+	ID   string // the event id
+	JSON bool
+}
+
 func newAuditShowCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &AuditShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show EVENT_ID",
 		Short: "Print one plugin_event with its chain links",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
-				recs, err := st.AuditEvents(cmd.Context(), domain.EventQuery{ID: a[0]})
-				if err != nil {
-					return err
-				}
-				if len(recs) == 0 {
-					return fmt.Errorf("%w: %s", audit.ErrNoTrace, a[0])
-				}
-				r := recs[0]
-				h, _ := domain.EventHash(r.Body, r.PrevHash)
-				out := ShowOutput{Seq: r.Seq, PrevHash: r.PrevHash, EventHash: r.EventHash, HashValid: r.EventHash != "" && h == r.EventHash, Event: r.Body}
-				if asJSON {
-					return writeJSON(f.IO.Out, out)
-				}
-				valid := "matches its hash"
-				if !out.HashValid {
-					valid = "DOES NOT MATCH its hash"
-				}
-				var pretty strings.Builder
-				var v any
-				_ = json.Unmarshal(r.Body, &v)
-				enc := json.NewEncoder(&pretty)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				_ = enc.Encode(v)
-				_, err = fmt.Fprintf(f.IO.Out, "event %s (seq %d, tenant %s)\nprev_hash  %s\nevent_hash %s (%s)\n%s",
-					r.ID, r.Seq, auditTenant(r.TenantID), auditOrDash(r.PrevHash), auditOrDash(r.EventHash), valid, pretty.String())
-				return err
-			})
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return auditShowRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func auditShowRun(ctx context.Context, f *Factory, o *AuditShowOptions) error {
+	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+		recs, err := st.AuditEvents(ctx, domain.EventQuery{ID: o.ID})
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return fmt.Errorf("%w: %s", audit.ErrNoTrace, o.ID)
+		}
+		r := recs[0]
+		h, _ := domain.EventHash(r.Body, r.PrevHash)
+		out := ShowOutput{Seq: r.Seq, PrevHash: r.PrevHash, EventHash: r.EventHash, HashValid: r.EventHash != "" && h == r.EventHash, Event: r.Body}
+		if o.JSON {
+			return writeJSON(f.IO.Out, out)
+		}
+		valid := "matches its hash"
+		if !out.HashValid {
+			valid = "DOES NOT MATCH its hash"
+		}
+		var pretty strings.Builder
+		var v any
+		_ = json.Unmarshal(r.Body, &v)
+		enc := json.NewEncoder(&pretty)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		_, err = fmt.Fprintf(f.IO.Out, "event %s (seq %d, tenant %s)\nprev_hash  %s\nevent_hash %s (%s)\n%s",
+			r.ID, r.Seq, auditTenant(r.TenantID), auditOrDash(r.PrevHash), auditOrDash(r.EventHash), valid, pretty.String())
+		return err
+	})
 }

@@ -30,6 +30,7 @@ type RegisterOptions struct {
 	Out                                  string
 	// PassphraseStdin reads the seller's approval passphrase from stdin.
 	PassphraseStdin bool
+	DB              string
 }
 
 func newClientCmd(f *Factory) *cobra.Command {
@@ -50,33 +51,28 @@ func newClientCmd(f *Factory) *cobra.Command {
 // signed-in seller's session (`trovesnap login`), under which the project's
 // seller RPCs and row level security decide what the user may see and do —
 // the local file holds no clients there, and no key of this process acts.
-func withClientAdmin(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, a domain.ClientAdmin) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+func withClientAdmin(ctx context.Context, f *Factory, db string, fn func(cfg config.Config, a domain.ClientAdmin) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
 	if cfg.Mode == domain.ModeLive {
-		s, err := f.OpenSeller(cmd.Context(), cfg)
+		s, err := f.OpenSeller(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		return fn(cfg, s)
 	}
-	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return fn(cfg, st)
+	return withConfiguredStore(ctx, f, cfg, func(cfg config.Config, st *store.Store) error { return fn(cfg, st) })
 }
 
 // withGatedClientAdmin is withClientAdmin for a command that grants or
 // widens authority: the agent-shell tripwire and the seller's passphrase
 // come first (the passphrase is the local store's, in live mode too).
 // owner is the passphrase's owner in mock mode, "" in live mode.
-func withGatedClientAdmin(cmd *cobra.Command, f *Factory, g sellerGate, fn func(cfg config.Config, a domain.ClientAdmin, owner string) error) error {
-	return withClientAdmin(cmd, f, func(cfg config.Config, a domain.ClientAdmin) error {
-		owner, err := authorizeFor(cmd.Context(), f, cfg, a, g)
+func withGatedClientAdmin(ctx context.Context, f *Factory, db string, g sellerGate, fn func(cfg config.Config, a domain.ClientAdmin, owner string) error) error {
+	return withClientAdmin(ctx, f, db, func(cfg config.Config, a domain.ClientAdmin) error {
+		owner, err := authorizeFor(ctx, f, cfg, a, g)
 		if err != nil {
 			return err
 		}
@@ -91,13 +87,23 @@ func authorizeFor(ctx context.Context, f *Factory, cfg config.Config, a any, g s
 	return authorize(ctx, f, cfg, st, g)
 }
 
-// withStore opens the configured store for a seller-side command.
-func withStore(cmd *cobra.Command, f *Factory, fn func(cfg config.Config, st *store.Store) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+// withStore is how a command opens the local store: it resolves the
+// configuration with db (the --db flag), opens the store, runs fn and
+// closes it. Commands never call f.OpenStore themselves, so every one opens
+// the store the same way and closes it on every path.
+func withStore(ctx context.Context, f *Factory, db string, fn func(cfg config.Config, st *store.Store) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
-	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
+	return withConfiguredStore(ctx, f, cfg, fn)
+}
+
+// withConfiguredStore is withStore for a command that must look at the
+// configuration before anything is opened (a mode check, a live branch):
+// opening creates the database file, so a refusal comes first.
+func withConfiguredStore(ctx context.Context, f *Factory, cfg config.Config, fn func(cfg config.Config, st *store.Store) error) error {
+	st, err := f.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -112,21 +118,8 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 		Short: "Register a client for a member of a tenant and print its one-time token and host setup",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for flag, v := range map[string]string{"--name": o.Name, "--type": o.Type, "--tenant": o.Tenant, "--actor": o.Actor} {
-				if v == "" {
-					return usageError{fmt.Errorf("%s is required", flag)}
-				}
-			}
-			if len(o.Groups) == 0 {
-				return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
-			}
-			g := sellerGate{Command: "client register", Tenant: o.Tenant, Stdin: o.PassphraseStdin, Claims: []claim{{"--created-by", o.CreatedBy}}}
-			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
-				if o.CreatedBy == "" {
-					o.CreatedBy = owner // mock mode: the passphrase's owner registers it
-				}
-				return registerRun(cmd.Context(), f, cfg, a, o)
-			})
+			o.DB = dbFlag(cmd)
+			return clientRegisterRun(cmd.Context(), f, o)
 		},
 	}
 	fl := cmd.Flags()
@@ -145,6 +138,24 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
+func clientRegisterRun(ctx context.Context, f *Factory, o *RegisterOptions) error {
+	for flag, v := range map[string]string{"--name": o.Name, "--type": o.Type, "--tenant": o.Tenant, "--actor": o.Actor} {
+		if v == "" {
+			return usageError{fmt.Errorf("%s is required", flag)}
+		}
+	}
+	if len(o.Groups) == 0 {
+		return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
+	}
+	g := sellerGate{Command: "client register", Tenant: o.Tenant, Stdin: o.PassphraseStdin, Claims: []claim{{"--created-by", o.CreatedBy}}}
+	return withGatedClientAdmin(ctx, f, o.DB, g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
+		if o.CreatedBy == "" {
+			o.CreatedBy = owner // mock mode: the passphrase's owner registers it
+		}
+		return registerClient(ctx, f, cfg, a, o)
+	})
+}
+
 // RegisterOutput is the --json output of `client register`.
 type RegisterOutput struct {
 	ClientID string          `json:"client_id"`
@@ -155,7 +166,9 @@ type RegisterOutput struct {
 	PreviewsFile string `json:"previews_file,omitempty"`
 }
 
-func registerRun(ctx context.Context, f *Factory, cfg config.Config, a domain.ClientAdmin, o *RegisterOptions) error {
+// registerClient registers the client through a and prints its token and
+// host setup.
+func registerClient(ctx context.Context, f *Factory, cfg config.Config, a domain.ClientAdmin, o *RegisterOptions) error {
 	if o.Out != "" {
 		if err := checkOutPath(o.Out); err != nil {
 			return err // before registering: a refused --out registers nothing
@@ -266,66 +279,91 @@ func writePreviewFile(path string, previews []setup.Preview) error {
 	return fh.Close()
 }
 
+// ClientPreviewOptions are the options of `client preview`.
+type ClientPreviewOptions struct {
+	DB       string
+	ID       string
+	Portable bool
+	JSON     bool
+}
+
 func newClientPreviewCmd(f *Factory) *cobra.Command {
-	var portable, asJSON bool
+	o := &ClientPreviewOptions{}
 	cmd := &cobra.Command{
 		Use:   "preview ID",
 		Short: "Print a client's host setup again, without the secret (paste the token you saved)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error {
-				c, err := ca.GetClient(cmd.Context(), a[0])
-				if err != nil {
-					return clientError(err)
-				}
-				previews, err := previewsFor(f, cfg, c.ID, "", portable)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, previews)
-				}
-				return printPreviews(f.IO.Out, previews)
-			})
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return clientPreviewRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.Portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
 
+func clientPreviewRun(ctx context.Context, f *Factory, o *ClientPreviewOptions) error {
+	return withClientAdmin(ctx, f, o.DB, func(cfg config.Config, ca domain.ClientAdmin) error {
+		c, err := ca.GetClient(ctx, o.ID)
+		if err != nil {
+			return clientError(err)
+		}
+		previews, err := previewsFor(f, cfg, c.ID, "", o.Portable)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, previews)
+		}
+		return printPreviews(f.IO.Out, previews)
+	})
+}
+
+// ClientListOptions are the options of `client list`.
+type ClientListOptions struct {
+	DB     string
+	Tenant string
+	JSON   bool
+}
+
 func newClientListCmd(f *Factory) *cobra.Command {
-	var tenant string
-	var asJSON bool
+	o := &ClientListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List registered clients",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
-				cs, err := ca.ListClients(cmd.Context(), tenant)
-				if err != nil {
-					return clientError(err)
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, cs)
-				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tTYPE\tSTATUS\tTENANT\tACTOR\tGROUPS\tLAST SEEN")
-				for _, c := range cs {
-					seen := "never"
-					if c.LastSeenAt != nil {
-						seen = c.LastSeenAt.Format("2006-01-02 15:04")
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.ClientType, c.Status, c.TenantID, c.ActorID, strings.Join(c.AllowedToolGroups, ","), seen)
-				}
-				return tw.Flush()
-			})
+			o.DB = dbFlag(cmd)
+			return clientListRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "", "only clients of this tenant (live mode: default every tenant you are a member of)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "only clients of this tenant (live mode: default every tenant you are a member of)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func clientListRun(ctx context.Context, f *Factory, o *ClientListOptions) error {
+	return withClientAdmin(ctx, f, o.DB, func(_ config.Config, ca domain.ClientAdmin) error {
+		cs, err := ca.ListClients(ctx, o.Tenant)
+		if err != nil {
+			return clientError(err)
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, cs)
+		}
+		tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tTYPE\tSTATUS\tTENANT\tACTOR\tGROUPS\tLAST SEEN")
+		for _, c := range cs {
+			seen := "never"
+			if c.LastSeenAt != nil {
+				seen = c.LastSeenAt.Format("2006-01-02 15:04")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.ClientType, c.Status, c.TenantID, c.ActorID, strings.Join(c.AllowedToolGroups, ","), seen)
+		}
+		return tw.Flush()
+	})
 }
 
 // ClientDetail is the --json output of `client show`.
@@ -334,113 +372,155 @@ type ClientDetail struct {
 	Limits domain.Limits `json:"limits"`
 }
 
+// ClientShowOptions are the options of `client show`.
+type ClientShowOptions struct {
+	DB   string
+	ID   string
+	JSON bool
+}
+
 func newClientShowCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &ClientShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a client, its status, groups and effective limits",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withClientAdmin(cmd, f, func(_ config.Config, ca domain.ClientAdmin) error {
-				c, err := ca.GetClient(cmd.Context(), a[0])
-				if err != nil {
-					return clientError(err)
-				}
-				l, err := ca.EffectiveLimits(cmd.Context(), c.TenantID, c.ID)
-				if err != nil {
-					return clientError(err)
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, ClientDetail{Client: c, Limits: l})
-				}
-				w := f.IO.Out
-				fmt.Fprintf(w, "%s %q\n  type %s · status %s · trust %s · risk %s\n", c.ID, c.Name, c.ClientType, c.Status, c.TrustLevel, c.RiskClass)
-				fmt.Fprintf(w, "  tenant %s · acts for %s · created by %s at %s\n", c.TenantID, c.ActorID, c.CreatedBy, c.CreatedAt.Format("2006-01-02 15:04"))
-				fmt.Fprintf(w, "  groups %s · credential issued: %v\n", strings.Join(c.AllowedToolGroups, ","), c.HasCredential)
-				_, err = fmt.Fprintf(w, "  limits/min: reads %d, candidate writes %d, proposals %d, controlled actions %d; bulk targets %d; paid $%.2f/day\n",
-					l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
-				return err
-			})
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return clientShowRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
 
+func clientShowRun(ctx context.Context, f *Factory, o *ClientShowOptions) error {
+	return withClientAdmin(ctx, f, o.DB, func(_ config.Config, ca domain.ClientAdmin) error {
+		c, err := ca.GetClient(ctx, o.ID)
+		if err != nil {
+			return clientError(err)
+		}
+		l, err := ca.EffectiveLimits(ctx, c.TenantID, c.ID)
+		if err != nil {
+			return clientError(err)
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, ClientDetail{Client: c, Limits: l})
+		}
+		w := f.IO.Out
+		fmt.Fprintf(w, "%s %q\n  type %s · status %s · trust %s · risk %s\n", c.ID, c.Name, c.ClientType, c.Status, c.TrustLevel, c.RiskClass)
+		fmt.Fprintf(w, "  tenant %s · acts for %s · created by %s at %s\n", c.TenantID, c.ActorID, c.CreatedBy, c.CreatedAt.Format("2006-01-02 15:04"))
+		fmt.Fprintf(w, "  groups %s · credential issued: %v\n", strings.Join(c.AllowedToolGroups, ","), c.HasCredential)
+		_, err = fmt.Fprintf(w, "  limits/min: reads %d, candidate writes %d, proposals %d, controlled actions %d; bulk targets %d; paid $%.2f/day\n",
+			l.ReadsPerMinute, l.CandidateWritesPerMinute, l.ProposalsPerMinute, l.ControlledActionsPerMinute, l.MaxBulkTargets, l.MaxDailyPaidCostUSD)
+		return err
+	})
+}
+
+// ClientStatusOptions are the options of `client suspend|reactivate|revoke`.
+type ClientStatusOptions struct {
+	DB              string
+	ID              string
+	Status          string // the status the command sets
+	By              string
+	PassphraseStdin bool
+}
+
 func newClientStatusCmd(f *Factory, use, short, status string) *cobra.Command {
-	var by string
-	var passStdin bool
+	o := &ClientStatusOptions{Status: status}
 	widens := status == domain.ClientActive // suspending and revoking narrow authority: no passphrase
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			run := func(_ config.Config, ca domain.ClientAdmin, owner string) error {
-				by := by
-				if by == "" {
-					by = owner // mock mode: the passphrase's owner acts
-				}
-				c, err := ca.SetClientStatus(cmd.Context(), a[0], status, by)
-				if err != nil {
-					return clientError(err)
-				}
-				_, err = fmt.Fprintf(f.IO.Out, "%s is now %s\n", c.ID, c.Status)
-				return err
-			}
-			if widens {
-				return withGatedClientAdmin(cmd, f, sellerGate{Command: "client reactivate", Stdin: passStdin, Claims: []claim{{"--by", by}}}, run)
-			}
-			return withClientAdmin(cmd, f, func(cfg config.Config, ca domain.ClientAdmin) error { return run(cfg, ca, "") })
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return clientStatusRun(cmd.Context(), f, o)
 		},
 	}
 	if widens {
-		cmd.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
-		cmd.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+		cmd.Flags().StringVar(&o.By, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
+		cmd.Flags().BoolVar(&o.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 	} else {
-		cmd.Flags().StringVar(&by, "by", "", "the member taking the action (recorded in the audit log; in live mode the signed-in user, the only one it may name)")
+		cmd.Flags().StringVar(&o.By, "by", "", "the member taking the action (recorded in the audit log; in live mode the signed-in user, the only one it may name)")
 	}
 	return cmd
 }
 
+func clientStatusRun(ctx context.Context, f *Factory, o *ClientStatusOptions) error {
+	run := func(_ config.Config, ca domain.ClientAdmin, owner string) error {
+		by := o.By
+		if by == "" {
+			by = owner // mock mode: the passphrase's owner acts
+		}
+		c, err := ca.SetClientStatus(ctx, o.ID, o.Status, by)
+		if err != nil {
+			return clientError(err)
+		}
+		_, err = fmt.Fprintf(f.IO.Out, "%s is now %s\n", c.ID, c.Status)
+		return err
+	}
+	if o.Status == domain.ClientActive { // reactivating widens authority
+		return withGatedClientAdmin(ctx, f, o.DB, sellerGate{Command: "client reactivate", Stdin: o.PassphraseStdin, Claims: []claim{{"--by", o.By}}}, run)
+	}
+	return withClientAdmin(ctx, f, o.DB, func(cfg config.Config, ca domain.ClientAdmin) error { return run(cfg, ca, "") })
+}
+
+// ClientRotateOptions are the options of `client rotate`.
+type ClientRotateOptions struct {
+	DB              string
+	ID              string
+	By              string
+	Portable        bool
+	JSON            bool
+	PassphraseStdin bool
+}
+
 func newClientRotateCmd(f *Factory) *cobra.Command {
-	var by string
-	var portable, asJSON, passStdin bool
+	o := &ClientRotateOptions{}
 	cmd := &cobra.Command{
 		Use:   "rotate ID",
 		Short: "Issue a new credential; the old one stops working at once",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			g := sellerGate{Command: "client rotate", Stdin: passStdin, Claims: []claim{{"--by", by}}}
-			return withGatedClientAdmin(cmd, f, g, func(cfg config.Config, ca domain.ClientAdmin, owner string) error {
-				by := by
-				if by == "" {
-					by = owner // mock mode: the passphrase's owner acts
-				}
-				c, token, err := ca.RotateCredential(cmd.Context(), a[0], by)
-				if err != nil {
-					return clientError(err)
-				}
-				previews, err := previewsFor(f, cfg, c.ID, token, portable)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, RegisterOutput{ClientID: c.ID, Token: token, Client: c, Previews: previews})
-				}
-				fmt.Fprintf(f.IO.Out, "New token for %s (shown once): %s\n\n", c.ID, token)
-				if err := printPreviews(f.IO.Out, previews); err != nil {
-					return err
-				}
-				return liveHostNote(f.IO.Out, cfg)
-			})
+			o.DB = dbFlag(cmd)
+			o.ID = a[0]
+			return clientRotateRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
-	cmd.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
-	cmd.Flags().BoolVar(&portable, "portable", false, "use bare `trovesnap` from PATH")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.By, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
+	cmd.Flags().BoolVar(&o.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+	cmd.Flags().BoolVar(&o.Portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func clientRotateRun(ctx context.Context, f *Factory, o *ClientRotateOptions) error {
+	g := sellerGate{Command: "client rotate", Stdin: o.PassphraseStdin, Claims: []claim{{"--by", o.By}}}
+	return withGatedClientAdmin(ctx, f, o.DB, g, func(cfg config.Config, ca domain.ClientAdmin, owner string) error {
+		by := o.By
+		if by == "" {
+			by = owner // mock mode: the passphrase's owner acts
+		}
+		c, token, err := ca.RotateCredential(ctx, o.ID, by)
+		if err != nil {
+			return clientError(err)
+		}
+		previews, err := previewsFor(f, cfg, c.ID, token, o.Portable)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, RegisterOutput{ClientID: c.ID, Token: token, Client: c, Previews: previews})
+		}
+		fmt.Fprintf(f.IO.Out, "New token for %s (shown once): %s\n\n", c.ID, token)
+		if err := printPreviews(f.IO.Out, previews); err != nil {
+			return err
+		}
+		return liveHostNote(f.IO.Out, cfg)
+	})
 }
 
 // clientError is adminError for the client and limits commands, which in

@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,70 +38,74 @@ type DoctorReport struct {
 	Live *LiveDoctor `json:"live,omitempty"`
 }
 
+// DoctorOptions are the options of `trovesnap doctor`.
+type DoctorOptions struct {
+	DB   string
+	JSON bool
+}
+
 func newDoctorCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &DoctorOptions{}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Print the mode (and why), data dir, database path and schema version",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.Config(dbFlag(cmd))
-			if err != nil {
-				return err
-			}
-			st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			v, err := st.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			rows, err := st.Counts(cmd.Context())
-			if err != nil {
-				return err
-			}
-			r := DoctorReport{
-				Version: buildinfo.Version, Mode: string(cfg.Mode), ModeReason: cfg.ModeReason, DataDir: cfg.DataDir,
-				DBPath: cfg.DBPath, DBPathSource: cfg.DBPathSource, Synchronous: cfg.Synchronous,
-				SchemaVersion: v, LatestSchema: store.LatestSchemaVersion(), ClientToken: "unset", Rows: rows,
-			}
-			if cfg.ClientToken() != "" {
-				r.ClientToken = "set"
-			}
-			r.Project = checkProject(cfg.DataDir, cfg.DBPath)
-			if cfg.Mode == domain.ModeLive {
-				r.Live = f.liveDoctor(cmd.Context(), cfg, st)
-			}
-			if asJSON {
-				enc := json.NewEncoder(f.IO.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(r); err != nil {
-					return err
-				}
-				return r.Live.err()
-			}
-			w := f.IO.Out
-			fmt.Fprintf(w, "trovesnap %s\n", r.Version)
-			fmt.Fprintf(w, "mode:            %s (%s)\n", r.Mode, r.ModeReason)
-			fmt.Fprintf(w, "data dir:        %s\n", r.DataDir)
-			fmt.Fprintf(w, "database:        %s (from %s)\n", r.DBPath, r.DBPathSource)
-			fmt.Fprintf(w, "schema version:  %d (latest %d)\n", r.SchemaVersion, r.LatestSchema)
-			fmt.Fprintf(w, "durability:      WAL, synchronous=%s\n", r.Synchronous)
-			fmt.Fprintf(w, "client token:    %s (TROVESNAP_CLIENT_TOKEN)\n", r.ClientToken)
-			r.Project.print(w)
-			_, err = fmt.Fprintf(w, "rows:            %d sales, %d items, %d candidates, %d plugin_events\n",
-				rows["estate_sales"], rows["items"], rows["inventory_candidates"], rows["plugin_events"])
-			if err != nil || r.Live == nil {
-				return err
-			}
-			r.Live.print(w)
-			return r.Live.err()
+			o.DB = dbFlag(cmd)
+			return doctorRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func doctorRun(ctx context.Context, f *Factory, o *DoctorOptions) error {
+	return withStore(ctx, f, o.DB, func(cfg config.Config, st *store.Store) error {
+		v, err := st.SchemaVersion(ctx)
+		if err != nil {
+			return err
+		}
+		rows, err := st.Counts(ctx)
+		if err != nil {
+			return err
+		}
+		r := DoctorReport{
+			Version: buildinfo.Version, Mode: string(cfg.Mode), ModeReason: cfg.ModeReason, DataDir: cfg.DataDir,
+			DBPath: cfg.DBPath, DBPathSource: cfg.DBPathSource, Synchronous: cfg.Synchronous,
+			SchemaVersion: v, LatestSchema: store.LatestSchemaVersion(), ClientToken: "unset", Rows: rows,
+		}
+		if cfg.ClientToken() != "" {
+			r.ClientToken = "set"
+		}
+		r.Project = checkProject(cfg.DataDir, cfg.DBPath)
+		if cfg.Mode == domain.ModeLive {
+			r.Live = f.liveDoctor(ctx, cfg, st)
+		}
+		if o.JSON {
+			enc := json.NewEncoder(f.IO.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			return r.Live.err()
+		}
+		w := f.IO.Out
+		fmt.Fprintf(w, "trovesnap %s\n", r.Version)
+		fmt.Fprintf(w, "mode:            %s (%s)\n", r.Mode, r.ModeReason)
+		fmt.Fprintf(w, "data dir:        %s\n", r.DataDir)
+		fmt.Fprintf(w, "database:        %s (from %s)\n", r.DBPath, r.DBPathSource)
+		fmt.Fprintf(w, "schema version:  %d (latest %d)\n", r.SchemaVersion, r.LatestSchema)
+		fmt.Fprintf(w, "durability:      WAL, synchronous=%s\n", r.Synchronous)
+		fmt.Fprintf(w, "client token:    %s (TROVESNAP_CLIENT_TOKEN)\n", r.ClientToken)
+		r.Project.print(w)
+		_, err = fmt.Fprintf(w, "rows:            %d sales, %d items, %d candidates, %d plugin_events\n",
+			rows["estate_sales"], rows["items"], rows["inventory_candidates"], rows["plugin_events"])
+		if err != nil || r.Live == nil {
+			return err
+		}
+		r.Live.print(w)
+		return r.Live.err()
+	})
 }
 
 // ProjectCheck is doctor's answer to "can an agent working in this project

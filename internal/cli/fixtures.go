@@ -2,10 +2,10 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/user"
 	"strings"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/store"
 )
@@ -28,6 +29,7 @@ type FixturesResetOptions struct {
 	// PassphraseStdin reads the seller's approval passphrase from the first
 	// line of standard input (scripts); otherwise it is asked on the terminal.
 	PassphraseStdin bool
+	DB              string
 }
 
 func newFixturesCmd(f *Factory) *cobra.Command {
@@ -44,7 +46,8 @@ func newFixturesCmd(f *Factory) *cobra.Command {
 			"approval passphrase (asked on the terminal, or --passphrase-stdin) and refuses inside an agent's shell.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fixturesResetRun(cmd, f, o)
+			o.DB = dbFlag(cmd)
+			return fixturesResetRun(cmd.Context(), f, o)
 		},
 	}
 	reset.Flags().BoolVar(&o.DiscardAuditEvents, "discard-audit-events", false,
@@ -55,27 +58,29 @@ func newFixturesCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func fixturesResetRun(cmd *cobra.Command, f *Factory, o *FixturesResetOptions) error {
-	cfg, err := f.Config(dbFlag(cmd))
+func fixturesResetRun(ctx context.Context, f *Factory, o *FixturesResetOptions) error {
+	cfg, err := f.Config(o.DB)
 	if err != nil {
 		return err
 	}
 	if cfg.Mode != domain.ModeMock {
 		return fmt.Errorf("%w: fixtures reset runs in mock mode only", errConfig)
 	}
-	st, err := f.OpenStore(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	return withConfiguredStore(ctx, f, cfg, func(cfg config.Config, st *store.Store) error {
+		return fixturesReset(ctx, f, o, cfg, st)
+	})
+}
+
+// fixturesReset is the reset itself, on the open mock store.
+func fixturesReset(ctx context.Context, f *Factory, o *FixturesResetOptions, cfg config.Config, st *store.Store) error {
 	// A reset restores every client's status and every limit to the seed:
 	// it reactivates what the seller suspended or revoked and undoes what
 	// they lowered, so it widens authority like `client reactivate` or a
 	// raising `limits set` — the same tripwire and passphrase.
-	if _, err := authorize(cmd.Context(), f, cfg, st, sellerGate{Command: "fixtures reset", Stdin: o.PassphraseStdin}); err != nil {
+	if _, err := authorize(ctx, f, cfg, st, sellerGate{Command: "fixtures reset", Stdin: o.PassphraseStdin}); err != nil {
 		return err
 	}
-	heads, err := st.ChainHeads(cmd.Context())
+	heads, err := st.ChainHeads(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,7 +109,7 @@ func fixturesResetRun(cmd *cobra.Command, f *Factory, o *FixturesResetOptions) e
 		}
 	}
 	ds := fixtures.Dataset()
-	res, err := st.Reset(cmd.Context(), ds, localUser())
+	res, err := st.Reset(ctx, ds, localUser())
 	if err != nil {
 		return errors.Join(errors.New("reset failed; the database is unchanged"), err)
 	}

@@ -54,13 +54,20 @@ The session refreshes itself; ` + "`trovesnap logout`" + ` ends it.`,
 	return cmd
 }
 
+// LogoutOptions are the options of `trovesnap logout`.
+type LogoutOptions struct {
+	DB string
+}
+
 func newLogoutCmd(f *Factory) *cobra.Command {
+	o := &LogoutOptions{}
 	return &cobra.Command{
 		Use:   "logout",
 		Short: "Sign out: revoke the seller session on the project when reachable, and delete it from this computer",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return logoutRun(cmd.Context(), f, dbFlag(cmd))
+			o.DB = dbFlag(cmd)
+			return logoutRun(cmd.Context(), f, o)
 		},
 	}
 }
@@ -162,8 +169,8 @@ func limitReader(r io.Reader, n int64) io.Reader {
 	return io.LimitReader(r, n)
 }
 
-func logoutRun(ctx context.Context, f *Factory, db string) error {
-	cfg, err := f.Config(db)
+func logoutRun(ctx context.Context, f *Factory, o *LogoutOptions) error {
+	cfg, err := f.Config(o.DB)
 	if err != nil {
 		return err
 	}

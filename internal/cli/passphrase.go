@@ -247,6 +247,7 @@ func readNewSecret(f *Factory, g sellerGate, br *bufio.Reader) ([]byte, error) {
 type PassphraseOptions struct {
 	As    string
 	Stdin bool
+	DB    string
 }
 
 func newPassphraseCmd(f *Factory) *cobra.Command {
@@ -285,48 +286,53 @@ func newPassphraseSetCmd(f *Factory) *cobra.Command {
 		Short: "Set the approval passphrase (the first time; `passphrase change` replaces it)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				g := sellerGate{Command: "passphrase set", Stdin: o.Stdin, Claims: []claim{{"--as", o.As}}}
-				if err := refuseAgentShell(cmd.Context(), f, cfg, st, g); err != nil {
-					return err
-				}
-				if cfg.Mode == domain.ModeLive && o.As != "" {
-					return usageError{errors.New("--as: in live mode the passphrase guards this data directory and the signed-in user acts; leave --as out")}
-				}
-				if cfg.Mode != domain.ModeLive && o.As == "" {
-					return usageError{errors.New("--as USER is required: the seller (an owner or manager) the guarded commands will act as")}
-				}
-				info, err := st.PassphraseStatus(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if info.Set {
-					return usageError{fmt.Errorf("%w for this data directory: change it with `trovesnap passphrase change`, which asks for the current one", store.ErrPassphraseExists)}
-				}
-				p, err := readNewSecret(f, g, stdinLines(f.IO.In))
-				if err != nil {
-					return err
-				}
-				if err := st.SetPassphrase(cmd.Context(), o.As, p); err != nil {
-					if errors.Is(err, store.ErrPassphraseExists) {
-						return usageError{err}
-					}
-					return adminError(err)
-				}
-				who := "this data directory"
-				if o.As != "" {
-					who = o.As
-				}
-				pp := store.DefaultPassphraseParams
-				_, err = fmt.Fprintf(f.IO.Out, "Approval passphrase set for %s (argon2id, %d MiB, %d passes, %d lanes). "+
-					"Commands that grant or widen authority now ask for it.\n", who, pp.MemoryKiB/1024, pp.Time, pp.Threads)
-				return err
-			})
+			o.DB = dbFlag(cmd)
+			return passphraseSetRun(cmd.Context(), f, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.As, "as", "", "mock mode: the seller it belongs to (an owner or manager), whom the guarded commands act as")
 	cmd.Flags().BoolVar(&o.Stdin, "passphrase-stdin", false, "read the new passphrase from the first line of standard input")
 	return cmd
+}
+
+func passphraseSetRun(ctx context.Context, f *Factory, o *PassphraseOptions) error {
+	return withStore(ctx, f, o.DB, func(cfg config.Config, st *store.Store) error {
+		g := sellerGate{Command: "passphrase set", Stdin: o.Stdin, Claims: []claim{{"--as", o.As}}}
+		if err := refuseAgentShell(ctx, f, cfg, st, g); err != nil {
+			return err
+		}
+		if cfg.Mode == domain.ModeLive && o.As != "" {
+			return usageError{errors.New("--as: in live mode the passphrase guards this data directory and the signed-in user acts; leave --as out")}
+		}
+		if cfg.Mode != domain.ModeLive && o.As == "" {
+			return usageError{errors.New("--as USER is required: the seller (an owner or manager) the guarded commands will act as")}
+		}
+		info, err := st.PassphraseStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Set {
+			return usageError{fmt.Errorf("%w for this data directory: change it with `trovesnap passphrase change`, which asks for the current one", store.ErrPassphraseExists)}
+		}
+		p, err := readNewSecret(f, g, stdinLines(f.IO.In))
+		if err != nil {
+			return err
+		}
+		if err := st.SetPassphrase(ctx, o.As, p); err != nil {
+			if errors.Is(err, store.ErrPassphraseExists) {
+				return usageError{err}
+			}
+			return adminError(err)
+		}
+		who := "this data directory"
+		if o.As != "" {
+			who = o.As
+		}
+		pp := store.DefaultPassphraseParams
+		_, err = fmt.Fprintf(f.IO.Out, "Approval passphrase set for %s (argon2id, %d MiB, %d passes, %d lanes). "+
+			"Commands that grant or widen authority now ask for it.\n", who, pp.MemoryKiB/1024, pp.Time, pp.Threads)
+		return err
+	})
 }
 
 func newPassphraseChangeCmd(f *Factory) *cobra.Command {
@@ -336,82 +342,98 @@ func newPassphraseChangeCmd(f *Factory) *cobra.Command {
 		Short: "Change the approval passphrase (asks for the current one)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				g := sellerGate{Command: "passphrase change", Stdin: o.Stdin}
-				if err := refuseAgentShell(cmd.Context(), f, cfg, st, g); err != nil {
-					return err
-				}
-				info, err := st.PassphraseStatus(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if !info.Set {
-					return fmt.Errorf("passphrase change: %w for this data directory: %s", store.ErrNoPassphrase, passphraseSetHint)
-				}
-				br := stdinLines(f.IO.In)
-				var old []byte
-				if o.Stdin {
-					old, err = readStdinSecret(br)
-				} else {
-					old, err = g.read(f, "Current approval passphrase: ")
-				}
-				if err != nil {
-					return err
-				}
-				next, err := readNewSecret(f, g, br)
-				if err != nil {
-					return err
-				}
-				err = st.ChangePassphrase(cmd.Context(), old, next, store.PassphraseAttempt{Command: g.Command, Actor: info.Owner})
-				if errors.Is(err, store.ErrPassphraseWrong) || errors.Is(err, store.ErrPassphraseLocked) {
-					return fmt.Errorf("passphrase change refused: %w; nothing was changed", err)
-				}
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(f.IO.Out, "Approval passphrase changed.")
-				return err
-			})
+			o.DB = dbFlag(cmd)
+			return passphraseChangeRun(cmd.Context(), f, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.Stdin, "passphrase-stdin", false, "read the current passphrase, then the new one, from the first two lines of standard input")
 	return cmd
 }
 
+func passphraseChangeRun(ctx context.Context, f *Factory, o *PassphraseOptions) error {
+	return withStore(ctx, f, o.DB, func(cfg config.Config, st *store.Store) error {
+		g := sellerGate{Command: "passphrase change", Stdin: o.Stdin}
+		if err := refuseAgentShell(ctx, f, cfg, st, g); err != nil {
+			return err
+		}
+		info, err := st.PassphraseStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if !info.Set {
+			return fmt.Errorf("passphrase change: %w for this data directory: %s", store.ErrNoPassphrase, passphraseSetHint)
+		}
+		br := stdinLines(f.IO.In)
+		var old []byte
+		if o.Stdin {
+			old, err = readStdinSecret(br)
+		} else {
+			old, err = g.read(f, "Current approval passphrase: ")
+		}
+		if err != nil {
+			return err
+		}
+		next, err := readNewSecret(f, g, br)
+		if err != nil {
+			return err
+		}
+		err = st.ChangePassphrase(ctx, old, next, store.PassphraseAttempt{Command: g.Command, Actor: info.Owner})
+		if errors.Is(err, store.ErrPassphraseWrong) || errors.Is(err, store.ErrPassphraseLocked) {
+			return fmt.Errorf("passphrase change refused: %w; nothing was changed", err)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(f.IO.Out, "Approval passphrase changed.")
+		return err
+	})
+}
+
+// PassphraseStatusOptions are the options of `trovesnap passphrase status`.
+type PassphraseStatusOptions struct {
+	DB   string
+	JSON bool
+}
+
 func newPassphraseStatusCmd(f *Factory) *cobra.Command {
-	var asJSON bool
+	o := &PassphraseStatusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether an approval passphrase is set, for whom, and whether it is locked",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, f, func(cfg config.Config, st *store.Store) error {
-				info, err := st.PassphraseStatus(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, info)
-				}
-				w := f.IO.Out
-				if !info.Set {
-					_, err = fmt.Fprintf(w, "No approval passphrase is set for %s: %s.\n", cfg.DBPath, passphraseSetHint)
-					return err
-				}
-				owner := "this data directory (live mode: the signed-in user acts)"
-				if info.Owner != "" {
-					owner = info.Owner
-				}
-				fmt.Fprintf(w, "Approval passphrase set for %s at %s.\n", owner, info.SetAt.Format(time.RFC3339))
-				if info.LockedUntil != nil {
-					fmt.Fprintf(w, "Locked after repeated wrong attempts until %s.\n", info.LockedUntil.Format(time.RFC3339))
-				} else if info.Failures > 0 {
-					fmt.Fprintf(w, "%d wrong attempt(s) in the last %s.\n", info.Failures, store.PassphraseWindow)
-				}
-				return nil
-			})
+			o.DB = dbFlag(cmd)
+			return passphraseStatusRun(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
+}
+
+func passphraseStatusRun(ctx context.Context, f *Factory, o *PassphraseStatusOptions) error {
+	return withStore(ctx, f, o.DB, func(cfg config.Config, st *store.Store) error {
+		info, err := st.PassphraseStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, info)
+		}
+		w := f.IO.Out
+		if !info.Set {
+			_, err = fmt.Fprintf(w, "No approval passphrase is set for %s: %s.\n", cfg.DBPath, passphraseSetHint)
+			return err
+		}
+		owner := "this data directory (live mode: the signed-in user acts)"
+		if info.Owner != "" {
+			owner = info.Owner
+		}
+		fmt.Fprintf(w, "Approval passphrase set for %s at %s.\n", owner, info.SetAt.Format(time.RFC3339))
+		if info.LockedUntil != nil {
+			fmt.Fprintf(w, "Locked after repeated wrong attempts until %s.\n", info.LockedUntil.Format(time.RFC3339))
+		} else if info.Failures > 0 {
+			fmt.Fprintf(w, "%d wrong attempt(s) in the last %s.\n", info.Failures, store.PassphraseWindow)
+		}
+		return nil
+	})
 }

@@ -134,16 +134,16 @@ type policyAdmin interface {
 // mock mode who is nil. With a gate (a command that widens authority) the
 // agent-shell tripwire and the seller's passphrase come first; owner is
 // the passphrase's owner in mock mode, the user the command acts as.
-func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a policyAdmin, who *live.SellerIdentity, owner string) error) error {
-	cfg, err := f.Config(dbFlag(cmd))
+func withPolicyAdmin(ctx context.Context, f *Factory, db string, gate *sellerGate, fn func(a policyAdmin, who *live.SellerIdentity, owner string) error) error {
+	cfg, err := f.Config(db)
 	if err != nil {
 		return err
 	}
 	if cfg.Mode != domain.ModeLive {
-		return withStore(cmd, f, func(_ config.Config, st *store.Store) error {
+		return withConfiguredStore(ctx, f, cfg, func(_ config.Config, st *store.Store) error {
 			var owner string
 			if gate != nil {
-				if owner, err = authorize(cmd.Context(), f, cfg, st, *gate); err != nil {
+				if owner, err = authorize(ctx, f, cfg, st, *gate); err != nil {
 					return err
 				}
 			}
@@ -151,15 +151,15 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a
 		})
 	}
 	if gate != nil {
-		if err := refuseAgentShell(cmd.Context(), f, cfg, nil, *gate); err != nil {
+		if err := refuseAgentShell(ctx, f, cfg, nil, *gate); err != nil {
 			return err
 		}
 	}
-	s, err := f.OpenSeller(cmd.Context(), cfg)
+	s, err := f.OpenSeller(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	who, err := s.WhoAmI(cmd.Context())
+	who, err := s.WhoAmI(ctx)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func withPolicyAdmin(cmd *cobra.Command, f *Factory, gate *sellerGate, fn func(a
 				return err
 			}
 		}
-		if _, err := authorize(cmd.Context(), f, cfg, nil, *gate); err != nil {
+		if _, err := authorize(ctx, f, cfg, nil, *gate); err != nil {
 			return err
 		}
 	}
@@ -195,158 +195,206 @@ func liveActor(who *live.SellerIdentity, flag, given string) (string, error) {
 	return who.UserID, nil
 }
 
+// PolicyCreateOptions are the options of `policy create`.
+type PolicyCreateOptions struct {
+	DB              string
+	File            string
+	PassphraseStdin bool
+}
+
+// PolicyListOptions are the options of `policy list`.
+type PolicyListOptions struct {
+	DB     string
+	Tenant string
+	JSON   bool
+}
+
+// PolicyShowOptions are the options of `policy show`.
+type PolicyShowOptions struct {
+	DB   string
+	ID   string
+	JSON bool
+}
+
+// PolicyStatusOptions are the options of `policy enable|disable|revoke`.
+type PolicyStatusOptions struct {
+	DB              string
+	ID              string
+	Status          string // the status the command sets
+	By              string
+	PassphraseStdin bool
+}
+
 func newPolicyCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Tenant automation policies (seller-side; disabled when created; no MCP tool can create or widen one)"}
-	var file, by string
-	var passStdin bool
+	co := &PolicyCreateOptions{}
 	create := &cobra.Command{
 		Use:   "create --file POLICY.json|yaml",
 		Short: "Create a policy from a file; it starts disabled",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return usageError{fmt.Errorf("--file is required")}
-			}
-			pf, err := readPolicyFile(file)
-			if err != nil {
-				return err
-			}
-			pol := domain.Policy{Name: pf.Name, TenantID: pf.TenantID, CreatedBy: pf.CreatedBy, AllowedTools: pf.AllowedTools,
-				Scope: pf.Scope, Conditions: pf.Conditions, Limits: pf.Limits}
-			if err := approval.ValidatePolicy(pol); err != nil {
-				return adminError(err)
-			}
-			gate := &sellerGate{Command: "policy create", Tenant: pol.TenantID, Stdin: passStdin, Claims: []claim{{"created_by", pol.CreatedBy}}}
-			return withPolicyAdmin(cmd, f, gate, func(a policyAdmin, who *live.SellerIdentity, owner string) error {
-				enable := "`trovesnap policy enable %s`"
-				if pol.CreatedBy == "" {
-					pol.CreatedBy = owner // mock mode: the passphrase's owner creates it
-				}
-				if who != nil {
-					if pol.TenantID, err = liveTenant(who, pol.TenantID); err != nil {
-						return err
-					}
-					if pol.CreatedBy, err = liveActor(who, "created_by", pol.CreatedBy); err != nil {
-						return err
-					}
-				}
-				p, err := a.CreatePolicy(cmd.Context(), pol)
-				if err != nil {
-					return adminError(err)
-				}
-				_, err = fmt.Fprintf(f.IO.Out, "created %s %q v%d (disabled: enable it with "+enable+")\n", p.ID, p.Name, p.Version, p.ID)
-				return err
-			})
+			co.DB = dbFlag(cmd)
+			return policyCreateRun(cmd.Context(), f, co)
 		},
 	}
-	create.Flags().StringVar(&file, "file", "", "policy document (.json, .yaml or .yml); created_by may only name the passphrase's owner (mock) or the signed-in user (live)")
-	create.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
-	var tenant string
-	var asJSON bool
+	create.Flags().StringVar(&co.File, "file", "", "policy document (.json, .yaml or .yml); created_by may only name the passphrase's owner (mock) or the signed-in user (live)")
+	create.Flags().BoolVar(&co.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+	lo := &PolicyListOptions{}
 	list := &cobra.Command{
 		Use:   "list --tenant T",
 		Short: "List a tenant's policies",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPolicyAdmin(cmd, f, nil, func(a policyAdmin, who *live.SellerIdentity, _ string) error {
-				tenant := tenant
-				if who != nil {
-					var err error
-					if tenant, err = liveTenant(who, tenant); err != nil {
-						return err
-					}
-				}
-				if tenant == "" {
-					return usageError{fmt.Errorf("--tenant is required")}
-				}
-				ps, err := a.ListPolicies(cmd.Context(), tenant)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(f.IO.Out, ps)
-				}
-				tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tVERSION\tSTATUS\tTOOLS\tSALES\tITEMS/RUN\tDAILY")
-				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", p.ID, p.Name, p.Version, p.Status, strings.Join(p.AllowedTools, ","),
-						strings.Join(p.Scope.EstateSaleIDs, ","), p.Conditions.MaxItemsPerRun, p.Limits.MaxDailyActions)
-				}
-				return tw.Flush()
-			})
+			lo.DB = dbFlag(cmd)
+			return policyListRun(cmd.Context(), f, lo)
 		},
 	}
-	list.Flags().StringVar(&tenant, "tenant", "", "tenant id (live mode: default the signed-in user's tenant)")
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	var showJSON bool
+	list.Flags().StringVar(&lo.Tenant, "tenant", "", "tenant id (live mode: default the signed-in user's tenant)")
+	list.Flags().BoolVar(&lo.JSON, "json", false, "print JSON")
+	so := &PolicyShowOptions{}
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a policy",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return withPolicyAdmin(cmd, f, nil, func(adm policyAdmin, _ *live.SellerIdentity, _ string) error {
-				p, err := adm.GetPolicy(cmd.Context(), a[0])
-				if err != nil {
-					return adminError(err)
-				}
-				if showJSON {
-					return writeJSON(f.IO.Out, p)
-				}
-				w := f.IO.Out
-				fmt.Fprintf(w, "%s %q v%d %s (tenant %s, created by %s)\n", p.ID, p.Name, p.Version, p.Status, p.TenantID, p.CreatedBy)
-				fmt.Fprintf(w, "  tools %s · sales %s\n", strings.Join(p.AllowedTools, ","), strings.Join(p.Scope.EstateSaleIDs, ","))
-				_, err = fmt.Fprintf(w, "  ≤ %d items per run · fields %s · no conflicts %v · ≤ %d actions/day · $%.2f/day\n",
-					p.Conditions.MaxItemsPerRun, strings.Join(p.Conditions.PermittedFields, ","), p.Conditions.RequireNoConflicts, p.Limits.MaxDailyActions, p.Limits.MaxCostUSDPerDay)
-				return err
-			})
+			so.DB, so.ID = dbFlag(cmd), a[0]
+			return policyShowRun(cmd.Context(), f, so)
 		},
 	}
-	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
+	show.Flags().BoolVar(&so.JSON, "json", false, "print JSON")
 	cmd.AddCommand(create, list, show)
 	for _, st := range []struct{ use, short, status string }{
 		{"enable ID", "Enable a policy (a new version); asks for the seller's approval passphrase", domain.PolicyActive},
 		{"disable ID", "Disable a policy (a new version)", domain.PolicyDisabled},
 		{"revoke ID", "Revoke a policy for good: it can never authorise again", domain.PolicyRevoked},
 	} {
-		status := st.status
-		widens := status == domain.PolicyActive // disabling and revoking narrow authority: no passphrase
+		o := &PolicyStatusOptions{Status: st.status}
+		widens := st.status == domain.PolicyActive // disabling and revoking narrow authority: no passphrase
 		c := &cobra.Command{
 			Use: st.use, Short: st.short, Args: args(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, a []string) error {
-				var gate *sellerGate
-				if widens {
-					gate = &sellerGate{Command: "policy enable", Stdin: passStdin, Claims: []claim{{"--by", by}}}
-				}
-				return withPolicyAdmin(cmd, f, gate, func(adm policyAdmin, who *live.SellerIdentity, owner string) error {
-					by := by
-					if by == "" {
-						by = owner // mock mode: the passphrase's owner enables it
-					}
-					if who != nil {
-						var err error
-						if by, err = liveActor(who, "--by", by); err != nil {
-							return err
-						}
-					}
-					if by == "" {
-						return usageError{fmt.Errorf("--by USER is required (the member taking the action, recorded in the audit log)")}
-					}
-					p, err := adm.SetPolicyStatus(cmd.Context(), a[0], status, by)
-					if err != nil {
-						return adminError(err)
-					}
-					_, err = fmt.Fprintf(f.IO.Out, "%s is now %s (v%d)\n", p.ID, p.Status, p.Version)
-					return err
-				})
+				o.DB, o.ID = dbFlag(cmd), a[0]
+				return policyStatusRun(cmd.Context(), f, o)
 			},
 		}
 		if widens {
-			c.Flags().StringVar(&by, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default; no one else")
-			c.Flags().BoolVar(&passStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
+			c.Flags().StringVar(&o.By, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default; no one else")
+			c.Flags().BoolVar(&o.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 		} else {
-			c.Flags().StringVar(&by, "by", "", "the member taking the action (live mode: the signed-in user, the default)")
+			c.Flags().StringVar(&o.By, "by", "", "the member taking the action (live mode: the signed-in user, the default)")
 		}
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+func policyCreateRun(ctx context.Context, f *Factory, o *PolicyCreateOptions) error {
+	if o.File == "" {
+		return usageError{fmt.Errorf("--file is required")}
+	}
+	pf, err := readPolicyFile(o.File)
+	if err != nil {
+		return err
+	}
+	pol := domain.Policy{Name: pf.Name, TenantID: pf.TenantID, CreatedBy: pf.CreatedBy, AllowedTools: pf.AllowedTools,
+		Scope: pf.Scope, Conditions: pf.Conditions, Limits: pf.Limits}
+	if err := approval.ValidatePolicy(pol); err != nil {
+		return adminError(err)
+	}
+	gate := &sellerGate{Command: "policy create", Tenant: pol.TenantID, Stdin: o.PassphraseStdin, Claims: []claim{{"created_by", pol.CreatedBy}}}
+	return withPolicyAdmin(ctx, f, o.DB, gate, func(a policyAdmin, who *live.SellerIdentity, owner string) error {
+		enable := "`trovesnap policy enable %s`"
+		if pol.CreatedBy == "" {
+			pol.CreatedBy = owner // mock mode: the passphrase's owner creates it
+		}
+		if who != nil {
+			if pol.TenantID, err = liveTenant(who, pol.TenantID); err != nil {
+				return err
+			}
+			if pol.CreatedBy, err = liveActor(who, "created_by", pol.CreatedBy); err != nil {
+				return err
+			}
+		}
+		p, err := a.CreatePolicy(ctx, pol)
+		if err != nil {
+			return adminError(err)
+		}
+		_, err = fmt.Fprintf(f.IO.Out, "created %s %q v%d (disabled: enable it with "+enable+")\n", p.ID, p.Name, p.Version, p.ID)
+		return err
+	})
+}
+
+func policyListRun(ctx context.Context, f *Factory, o *PolicyListOptions) error {
+	return withPolicyAdmin(ctx, f, o.DB, nil, func(a policyAdmin, who *live.SellerIdentity, _ string) error {
+		tenant := o.Tenant
+		if who != nil {
+			var err error
+			if tenant, err = liveTenant(who, tenant); err != nil {
+				return err
+			}
+		}
+		if tenant == "" {
+			return usageError{fmt.Errorf("--tenant is required")}
+		}
+		ps, err := a.ListPolicies(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, ps)
+		}
+		tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tVERSION\tSTATUS\tTOOLS\tSALES\tITEMS/RUN\tDAILY")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", p.ID, p.Name, p.Version, p.Status, strings.Join(p.AllowedTools, ","),
+				strings.Join(p.Scope.EstateSaleIDs, ","), p.Conditions.MaxItemsPerRun, p.Limits.MaxDailyActions)
+		}
+		return tw.Flush()
+	})
+}
+
+func policyShowRun(ctx context.Context, f *Factory, o *PolicyShowOptions) error {
+	return withPolicyAdmin(ctx, f, o.DB, nil, func(adm policyAdmin, _ *live.SellerIdentity, _ string) error {
+		p, err := adm.GetPolicy(ctx, o.ID)
+		if err != nil {
+			return adminError(err)
+		}
+		if o.JSON {
+			return writeJSON(f.IO.Out, p)
+		}
+		w := f.IO.Out
+		fmt.Fprintf(w, "%s %q v%d %s (tenant %s, created by %s)\n", p.ID, p.Name, p.Version, p.Status, p.TenantID, p.CreatedBy)
+		fmt.Fprintf(w, "  tools %s · sales %s\n", strings.Join(p.AllowedTools, ","), strings.Join(p.Scope.EstateSaleIDs, ","))
+		_, err = fmt.Fprintf(w, "  ≤ %d items per run · fields %s · no conflicts %v · ≤ %d actions/day · $%.2f/day\n",
+			p.Conditions.MaxItemsPerRun, strings.Join(p.Conditions.PermittedFields, ","), p.Conditions.RequireNoConflicts, p.Limits.MaxDailyActions, p.Limits.MaxCostUSDPerDay)
+		return err
+	})
+}
+
+func policyStatusRun(ctx context.Context, f *Factory, o *PolicyStatusOptions) error {
+	var gate *sellerGate
+	if o.Status == domain.PolicyActive {
+		gate = &sellerGate{Command: "policy enable", Stdin: o.PassphraseStdin, Claims: []claim{{"--by", o.By}}}
+	}
+	return withPolicyAdmin(ctx, f, o.DB, gate, func(adm policyAdmin, who *live.SellerIdentity, owner string) error {
+		by := o.By
+		if by == "" {
+			by = owner // mock mode: the passphrase's owner enables it
+		}
+		if who != nil {
+			var err error
+			if by, err = liveActor(who, "--by", by); err != nil {
+				return err
+			}
+		}
+		if by == "" {
+			return usageError{fmt.Errorf("--by USER is required (the member taking the action, recorded in the audit log)")}
+		}
+		p, err := adm.SetPolicyStatus(ctx, o.ID, o.Status, by)
+		if err != nil {
+			return adminError(err)
+		}
+		_, err = fmt.Fprintf(f.IO.Out, "%s is now %s (v%d)\n", p.ID, p.Status, p.Version)
+		return err
+	})
 }
