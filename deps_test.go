@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -90,6 +91,27 @@ func TestDeps_PackageTableOfDesignHolds(t *testing.T) {
 	for _, must := range []string{"cmd/trovesnap", "internal/cli", "internal/domain", "internal/catalog", "internal/gate", "internal/mcpserver", "store", "fixtures"} {
 		if !seen[must] {
 			t.Errorf("package %s not found: the walk is broken", must)
+		}
+	}
+}
+
+// README's Layout names every package of the table, so a new package cannot
+// leave it stale.
+func TestDeps_ReadmeLayoutListsEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(b), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no Layout section")
+	}
+	if end := strings.Index(layout, "\n## "); end >= 0 {
+		layout = layout[:end]
+	}
+	for pkg := range allowedImports {
+		if !strings.Contains(layout, "| `"+pkg+"` |") {
+			t.Errorf("README Layout does not list %s", pkg)
 		}
 	}
 }

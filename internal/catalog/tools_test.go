@@ -33,36 +33,7 @@ var (
 	// Tools beyond those lists: the §12.1 compatibility name and the read of
 	// a proposal the §14 tools return.
 	specExtra = []string{"trove_demand_signals", "trove_get_proposal"}
-	// approvalTools are the proposal tools, the proposal read and the
-	// controlled actions with a handler (export delivery waits for staged
-	// exports).
-	approvalTools = []string{"trove_propose_candidate_promotion", "trove_propose_item_publication", "trove_propose_sale_publication",
-		"trove_propose_bulk_item_update", "trove_propose_status_transition", "trove_propose_buyer_notification",
-		"trove_propose_identity_binding", "trove_propose_disposition_action", "trove_get_proposal",
-		"trove_execute_candidate_promotion", "trove_publish_item", "trove_publish_sale", "trove_update_item_status",
-		"trove_apply_bulk_item_update", "trove_notify_matched_buyers", "trove_bind_item_identity",
-		"trove_release_item_identity", "trove_apply_disposition_action", "trove_archive_item",
-		"trove_propose_export_delivery", "trove_deliver_export"}
-	// ingestionTools are the candidate and draft tools of §13 beyond
-	// trove_create_candidate.
-	ingestionTools = []string{"trove_run_manual_import", "trove_create_status_update_candidate",
-		"trove_create_media_attachment_candidate", "trove_attach_candidate_photo", "trove_map_csv_columns",
-		"trove_preview_csv_import", "trove_apply_csv_import", "trove_draft_listing_copy", "trove_stage_export"}
-	// activeTools have a handler: the list grows as capabilities land.
-	activeTools = sortedUnion(approvalTools, ingestionTools, []string{"trove_create_candidate", "trove_demand_signals", "trove_get_candidate", "trove_get_demand_signals",
-		"trove_get_disposition_queue", "trove_get_import_run", "trove_get_item", "trove_get_public_item", "trove_get_public_sale",
-		"trove_get_sale", "trove_list_candidates", "trove_list_import_runs", "trove_list_items", "trove_list_label_batches",
-		"trove_list_sales", "trove_list_status_events", "trove_resolve_public_qr", "trove_search_marketplace"})
 )
-
-func sortedUnion(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // Input fields that could carry authority or scope the server must resolve
 // itself (§4.6, §17.2, §20, §40.7), or reach outside the closed domain (§28).
@@ -147,24 +118,28 @@ func TestDecide_ExperimentalToolsInvisible(t *testing.T) {
 					t.Errorf("%s %s: experimental %s decided %+v", mode, p.Role, tool.Name, d)
 				}
 			}
-			want := slices.Clone(activeTools)
-			if p.Public { // the public principal sees the active public tools only
-				want = slices.DeleteFunc(want, func(n string) bool { return !slices.Contains(specPublic, n) })
+			// The owner sees every tool with a capability that runs in this
+			// mode; the public principal sees the public ones only.
+			var want []string
+			for _, tool := range All() {
+				if tool.Status != StatusExperimental && slices.Contains(tool.Modes, mode) && (!p.Public || tool.Tier == TierPublicRead) {
+					want = append(want, tool.Name)
+				}
 			}
-			// Every tool runs in both modes: the live backend serves them all.
 			if !slices.Equal(visible, want) {
 				t.Errorf("%s public=%v sees %v, want %v", mode, p.Public, visible, want)
 			}
 		}
 	}
-	experimental := 0
+	// Experimental means exactly "no capability yet", and every tool runs
+	// in both modes: the live backend serves them all.
 	for _, tool := range All() {
-		if tool.Status == StatusExperimental {
-			experimental++
+		if !slices.Contains(tool.Modes, domain.ModeMock) || !slices.Contains(tool.Modes, domain.ModeLive) {
+			t.Errorf("%s runs in %v, want mock and live", tool.Name, tool.Modes)
 		}
-	}
-	if experimental != len(All())-len(activeTools) {
-		t.Errorf("%d experimental tools, want every tool but the %d active ones", experimental, len(activeTools))
+		if (tool.Status == StatusExperimental) == tool.HasHandler() {
+			t.Errorf("%s: status %s but handler present = %v", tool.Name, tool.Status, tool.HasHandler())
+		}
 	}
 }
 

@@ -23,11 +23,13 @@ import (
 //
 //	event_hash = "sha256:" + hex( SHA-256( JCS(body) ‖ "\n" ‖ prev_hash ) )
 //
-// body is the stored event JSON; JCS is RFC 8785, so the hash does not
-// depend on the serialiser (Postgres jsonb, another language) that last
-// wrote the body. prev_hash is the event_hash of the previous event of the
-// same tenant chain, "" for the first one. There is one chain per tenant per
-// store; events of no tenant (anonymous calls) chain under tenant "".
+// body is the stored event JSON; JCS is RFC 8785, so a verifier that
+// re-serialises the body (another language, a JSON library that reorders
+// members) gets the same bytes. prev_hash is the event_hash of the previous
+// event of the same tenant chain, "" for the first one. There is one chain
+// per tenant per embedded store; events of no tenant (anonymous calls)
+// chain under tenant "". The live plugin_events table in Postgres carries
+// no prev_hash or event_hash: only the embedded store chains.
 
 // ChainGenesis is the prev_hash of the first event of a chain.
 const ChainGenesis = ""
@@ -129,11 +131,13 @@ const maxCanonicalDepth = 128
 // units of their names, strings with only the mandatory escapes, numbers in
 // the ECMAScript shortest round-trip form.
 //
-// It is a small single-pass implementation because the general-purpose
-// library (github.com/gowebpki/jcs, used for proposal hashes) costs about
-// 30 times a json.Marshal of the same event, and the chain canonicalises
-// every event on the write path. A fuzz test holds the two to the same
-// output.
+// It is the one canonicaliser of the module: the event chain, proposal
+// hashes (approval), idempotency fingerprints (gate) and schema hashes
+// (catalog) all use it. It is a small single pass because the chain
+// canonicalises every event on the write path and the general-purpose
+// library, github.com/gowebpki/jcs, is several times slower on an event.
+// That library is only a test oracle here: FuzzCanonicalJSON holds the two
+// to the same output.
 func CanonicalJSON(in []byte) ([]byte, error) {
 	c := canonicalizer{in: in, out: make([]byte, 0, len(in)), scratch: make([]byte, 0, len(in)), members: make([]member, 0, 32)}
 	if err := c.value(0); err != nil {

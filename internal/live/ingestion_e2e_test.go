@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live"
@@ -78,13 +79,7 @@ func TestIngestion_ToolsLive(t *testing.T) {
 	for _, tl := range tools.Tools {
 		offered = append(offered, tl.Name)
 	}
-	for _, name := range []string{"trove_preview_csv_import", "trove_apply_csv_import", "trove_run_manual_import",
-		"trove_create_status_update_candidate", "trove_draft_listing_copy", "trove_stage_export",
-		"trove_attach_candidate_photo", "trove_create_media_attachment_candidate"} {
-		if !slices.Contains(offered, name) {
-			t.Errorf("live mode does not offer %s", name)
-		}
-	}
+	wantOfferedLive(t, offered, catalog.TierCandidateWrite)
 
 	item, err := lg.b.GetItem(ctx, resolveAs(t, lg.b, contract.CredOwner), "item_1172", domain.ItemIncludes{})
 	if err != nil {

@@ -22,10 +22,18 @@ import (
 // The read tools of §11 and §12, end to end: real go-sdk clients over
 // in-memory transports, the real store seeded from fixtures.
 
-// readTools are the scoped reads of §12 (and the §12.1 compatibility name).
-var readTools = []string{"trove_list_sales", "trove_get_sale", "trove_list_items", "trove_get_item", "trove_list_candidates",
-	"trove_get_candidate", "trove_get_demand_signals", "trove_demand_signals", "trove_list_import_runs", "trove_get_import_run",
-	"trove_list_status_events", "trove_list_label_batches", "trove_get_disposition_queue"}
+// toolsOfTier are the catalog's tools of one tier, in catalog (name) order:
+// the scoped reads of §12 (with the §12.1 compatibility name and the
+// proposal read) are toolsOfTier(catalog.TierTenantRead).
+func toolsOfTier(tier catalog.Tier) []string {
+	var out []string
+	for _, tool := range catalog.All() {
+		if tool.Tier == tier {
+			out = append(out, tool.Name)
+		}
+	}
+	return out
+}
 
 // readsEnv is newEnv with read limits high enough to walk every page: the
 // fixed clock never leaves its rate window.
@@ -232,7 +240,21 @@ func TestReads_EnvelopesMatchAdvertisedSchemas(t *testing.T) {
 		"trove_get_item": {"item_id": fixtures.DemoItemID}, "trove_list_candidates": {}, "trove_get_candidate": {"candidate_id": fixtures.DemoCandidateID},
 		"trove_get_demand_signals": {}, "trove_list_import_runs": {}, "trove_get_import_run": {"run_id": "run_848"},
 		"trove_list_status_events": {"limit": 5}, "trove_list_label_batches": {}, "trove_get_disposition_queue": {"sale_id": fixtures.ClosedSaleID},
+		"trove_demand_signals": {},
 	}
+	prop := callOn(t, e.cs, "trove_propose_candidate_promotion", map[string]any{"candidate_id": fixtures.DemoCandidateID, "expected_version": 3,
+		"idempotency_key": "reads-schema-prop-0001"}, nil)
+	if prop.Status != "proposed" {
+		t.Fatalf("propose: %s", prop.raw)
+	}
+	calls["trove_get_proposal"] = map[string]any{"proposal_id": dataAs[catalog.ProposalView](t, prop).ProposalID}
+	// Every read of the catalog is called: a new read cannot slip past.
+	for _, name := range slices.Concat(toolsOfTier(catalog.TierPublicRead), toolsOfTier(catalog.TierTenantRead)) {
+		if _, ok := calls[name]; !ok {
+			t.Errorf("%s: say here how to call it", name)
+		}
+	}
+	seen := map[string]bool{}
 	for role, user := range staffOf {
 		cs := sessionFor(e, fixtures.DemoTenantID, user)
 		res, err := cs.ListTools(context.Background(), nil)
@@ -261,6 +283,12 @@ func TestReads_EnvelopesMatchAdvertisedSchemas(t *testing.T) {
 			} else if err := rs.Validate(v); err != nil {
 				t.Errorf("%s as %s: envelope does not match its output schema: %v", tool.Name, role, err)
 			}
+			seen[tool.Name] = true
+		}
+	}
+	for name := range calls {
+		if !seen[name] {
+			t.Errorf("%s: no staff role was offered it", name)
 		}
 	}
 }
@@ -469,10 +497,10 @@ func TestPublic_EnumerationIdenticalAnswers(t *testing.T) {
 func TestPublic_AnonymousCallerAndPublicRateLimit(t *testing.T) {
 	e := newEnv(t, withCredential(domain.PublicCredential))
 	names := listNames(t, e.cs)
-	if want := []string{"trove_get_public_item", "trove_get_public_sale", "trove_resolve_public_qr", "trove_search_marketplace"}; !slices.Equal(names, want) {
+	if want := toolsOfTier(catalog.TierPublicRead); len(want) < 4 || !slices.Equal(names, want) {
 		t.Fatalf("anonymous sees %v; want %v", names, want)
 	}
-	for _, name := range readTools {
+	for _, name := range toolsOfTier(catalog.TierTenantRead) {
 		wantCode(t, e.call(name, map[string]any{}), "blocked", "authentication_required")
 	}
 	// Refused calls stop before the limits step: only the public reads count.
@@ -677,10 +705,18 @@ func TestCrossTenant_EveryReadToolEveryIDParameter(t *testing.T) {
 			break
 		}
 	}
+	// A proposal of the other tenant, made by its owner.
+	other := sessionFor(e, fixtures.OtherTenantID, fixtures.OtherOwnerUserID)
+	prop := callOn(t, other, "trove_propose_candidate_promotion", map[string]any{"candidate_id": "candidate_901", "expected_version": 1,
+		"idempotency_key": "xt-read-prop-0001"}, nil)
+	if prop.Status != "proposed" {
+		t.Fatalf("the other tenant's proposal: %s", prop.raw)
+	}
 	foreign := map[string]string{domain.PrefixSale: fixtures.OtherPublishedSaleID, domain.PrefixItem: otherItem,
-		domain.PrefixCandidate: "candidate_901", domain.PrefixRun: "run_901"}
+		domain.PrefixCandidate: "candidate_901", domain.PrefixRun: "run_901",
+		domain.PrefixProposal: dataAs[catalog.ProposalView](t, prop).ProposalID}
 	pairs := 0
-	for _, name := range readTools {
+	for _, name := range toolsOfTier(catalog.TierTenantRead) {
 		tool, ok := catalog.Lookup(name)
 		if !ok {
 			t.Fatalf("no tool %s", name)
