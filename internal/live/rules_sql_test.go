@@ -1,0 +1,104 @@
+package live_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
+)
+
+// The lookups generated from internal/domain (internal/sqlgen) answer as
+// the Go rules do for every input: each action and tool, unknown ones
+// included; each bulk field; each status pair; each role × permission;
+// page limits around both bounds; and the status lists.
+func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	query := func(sql string, args ...any) any {
+		t.Helper()
+		var v any
+		if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		return v
+	}
+	texts := func(v any) []string {
+		if v == nil {
+			return nil
+		}
+		var out []string
+		for _, x := range v.([]any) {
+			out = append(out, x.(string))
+		}
+		return out
+	}
+
+	actions := domain.Actions()
+	var policyTools []string
+	for _, a := range append(actions, domain.ActionSpec{Action: "delete_everything", Tool: "trove_delete_everything"}) {
+		_, known := domain.ActionOf(a.Action)
+		got := texts(query("SELECT trovesnap.action_tool($1)", a.Action))
+		if want := []string{a.Tool, a.Requirement, a.Operation}; known && !slices.Equal(got, want) || !known && got != nil {
+			t.Errorf("action_tool(%s) = %v, registry %+v", a.Action, got, a)
+		}
+		if got := texts(query("SELECT trovesnap.tool_perms($1)", a.Tool)); !slices.Equal(got, a.Permissions) {
+			t.Errorf("tool_perms(%s) = %v, registry %v", a.Tool, got, a.Permissions)
+		}
+		if got := query("SELECT trovesnap.policy_may($1)", a.Tool).(bool); got != a.PolicyMay() {
+			t.Errorf("policy_may(%s) = %v, registry %v", a.Tool, got, a.PolicyMay())
+		}
+		if a.PolicyMay() {
+			policyTools = append(policyTools, a.Tool)
+		}
+	}
+	if len(policyTools) == 0 || query("SELECT trovesnap.policy_may(NULL)").(bool) {
+		t.Errorf("policy_may: tools %v; NULL must be false", policyTools)
+	}
+
+	for _, f := range append(domain.BulkFields(), domain.BulkField{Field: "status"}, domain.BulkField{Field: "qr_code"}) {
+		got, _ := query("SELECT trovesnap.bulk_field_perm($1)", f.Field).(string)
+		if got != f.Permission {
+			t.Errorf("bulk_field_perm(%s) = %q, domain %q", f.Field, got, f.Permission)
+		}
+	}
+
+	statuses := append(domain.ItemStatuses(), "", "paid")
+	for _, from := range statuses {
+		for _, to := range statuses {
+			if got := query("SELECT trovesnap.can_transition($1, $2)", from, to).(bool); got != domain.CanTransition(from, to) {
+				t.Errorf("can_transition(%q, %q) = %v, domain %v", from, to, got, domain.CanTransition(from, to))
+			}
+		}
+	}
+
+	perms := append(domain.Permissions(), "everything")
+	for _, role := range append(domain.Roles(), "intern") {
+		p := domain.Principal{Role: role}
+		for _, perm := range perms {
+			if got := query("SELECT trovesnap.has_perm($1, $2)", role, perm).(bool); got != p.Has(perm) {
+				t.Errorf("has_perm(%s, %s) = %v, domain %v", role, perm, got, p.Has(perm))
+			}
+		}
+	}
+
+	for _, n := range []int{0, 1, domain.DefaultPageSize, domain.MaxPageSize - 1, domain.MaxPageSize, domain.MaxPageSize + 1, 1 << 30} {
+		want, _ := domain.PageLimit(n)
+		if got := query("SELECT trovesnap.page_limit($1)", n).(int32); int(got) != want {
+			t.Errorf("page_limit(%d) = %d, domain %d", n, got, want)
+		}
+	}
+	if got := query("SELECT trovesnap.page_limit(NULL)").(int32); int(got) != domain.DefaultPageSize {
+		t.Errorf("page_limit(NULL) = %d", got)
+	}
+	if _, err := conn.Exec(ctx, "SELECT trovesnap.page_limit(-1)"); err == nil || !strings.Contains(err.Error(), "invalid_input:limit") {
+		t.Errorf("page_limit(-1): %v", err)
+	}
+
+	for fn, want := range map[string][]string{"item_statuses": domain.ItemStatuses(), "sale_statuses": domain.SaleStatuses(),
+		"proposal_statuses": domain.ProposalStatuses()} {
+		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
+			t.Errorf("%s() = %v, domain %v", fn, got, want)
+		}
+	}
+}
