@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live/pgtest"
 )
@@ -99,6 +101,45 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 		"proposal_statuses": domain.ProposalStatuses()} {
 		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
 			t.Errorf("%s() = %v, domain %v", fn, got, want)
+		}
+	}
+}
+
+// The RPCs that held a copy of a rule call the generated lookup instead,
+// and the status CHECKs name the generated lists: no second copy is left
+// in the functions and constraints the database runs.
+func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	for fn, call := range map[string]string{
+		"mcp_execute_proposal":   "trovesnap.tool_perms(p_tool)",
+		"seller_validate_policy": "trovesnap.policy_may(v)",
+		"mcp_list_sales":         "trovesnap.sale_statuses()",
+		"mcp_list_items":         "trovesnap.item_statuses()",
+		"mcp_list_status_events": "trovesnap.item_statuses()",
+		"seller_list_proposals":  "trovesnap.proposal_statuses()",
+	} {
+		var src string
+		if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE proname = $1", fn).Scan(&src); err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		if !strings.Contains(src, call) || strings.Contains(src, "'trove_publish_item'") || strings.Contains(src, "'pending_pickup', 'sold'") ||
+			strings.Contains(src, "'live', 'closed'") || strings.Contains(src, "'approved', 'rejected'") {
+			t.Errorf("%s does not call %s, or still lists a rule itself", fn, call)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint
+		WHERE conname IN ('estate_sales_status_check', 'items_status_check', 'item_status_events_from_status_check',
+		                  'item_status_events_to_status_check', 'proposals_status_check') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(defs) != 5 {
+		t.Fatalf("constraints %v, %v", defs, err)
+	}
+	for _, d := range defs {
+		if !strings.Contains(d, "_statuses()") {
+			t.Errorf("%s: not the generated list", d)
 		}
 	}
 }
