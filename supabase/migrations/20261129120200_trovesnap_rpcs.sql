@@ -1,4 +1,5 @@
--- trovesnap live mode, migration 3 of 3: the governed RPCs of the MCP server.
+-- trovesnap live mode, migration 3: the governed RPCs of the MCP server (the
+-- later migrations add the rest).
 --
 -- Every mcp_* function is SECURITY DEFINER (it runs as trovesnap_owner, which
 -- is itself subject to the FORCEd row level security), has a fixed

@@ -84,9 +84,9 @@ CREATE FUNCTION trovesnap.policy_usage(p_policy_id text) RETURNS jsonb
         WHERE u.policy_id = p_policy_id AND u.used_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
     $$;
 
--- action_tool: the controlled action that executes a proposal action in
--- live mode, the approval it needs and the domain function it runs
--- (catalog/actions.go). NULL: the action is not available in live mode.
+-- action_tool: the controlled action that executes a proposal action, the
+-- approval it needs and the domain function it runs (domain.Actions; the
+-- generated domain-rules migrations replace it). NULL: no such action.
 CREATE FUNCTION trovesnap.action_tool(p_action text) RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$

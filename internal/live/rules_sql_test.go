@@ -1,0 +1,145 @@
+package live_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
+)
+
+// The lookups generated from internal/domain (internal/sqlgen) answer as
+// the Go rules do for every input: each action and tool, unknown ones
+// included; each bulk field; each status pair; each role × permission;
+// page limits around both bounds; and the status lists.
+func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	query := func(sql string, args ...any) any {
+		t.Helper()
+		var v any
+		if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		return v
+	}
+	texts := func(v any) []string {
+		if v == nil {
+			return nil
+		}
+		var out []string
+		for _, x := range v.([]any) {
+			out = append(out, x.(string))
+		}
+		return out
+	}
+
+	actions := domain.Actions()
+	var policyTools []string
+	for _, a := range append(actions, domain.ActionSpec{Action: "delete_everything", Tool: "trove_delete_everything"}) {
+		_, known := domain.ActionOf(a.Action)
+		got := texts(query("SELECT trovesnap.action_tool($1)", a.Action))
+		if want := []string{a.Tool, a.Requirement, a.Operation}; known && !slices.Equal(got, want) || !known && got != nil {
+			t.Errorf("action_tool(%s) = %v, registry %+v", a.Action, got, a)
+		}
+		if got := texts(query("SELECT trovesnap.tool_perms($1)", a.Tool)); !slices.Equal(got, a.Permissions) {
+			t.Errorf("tool_perms(%s) = %v, registry %v", a.Tool, got, a.Permissions)
+		}
+		if got := query("SELECT trovesnap.policy_may($1)", a.Tool).(bool); got != a.PolicyMay() {
+			t.Errorf("policy_may(%s) = %v, registry %v", a.Tool, got, a.PolicyMay())
+		}
+		if a.PolicyMay() {
+			policyTools = append(policyTools, a.Tool)
+		}
+	}
+	if len(policyTools) == 0 || query("SELECT trovesnap.policy_may(NULL)").(bool) {
+		t.Errorf("policy_may: tools %v; NULL must be false", policyTools)
+	}
+
+	for _, f := range append(domain.BulkFields(), domain.BulkField{Field: "status"}, domain.BulkField{Field: "qr_code"}) {
+		got, _ := query("SELECT trovesnap.bulk_field_perm($1)", f.Field).(string)
+		if got != f.Permission {
+			t.Errorf("bulk_field_perm(%s) = %q, domain %q", f.Field, got, f.Permission)
+		}
+	}
+
+	statuses := append(domain.ItemStatuses(), "", "paid")
+	for _, from := range statuses {
+		for _, to := range statuses {
+			if got := query("SELECT trovesnap.can_transition($1, $2)", from, to).(bool); got != domain.CanTransition(from, to) {
+				t.Errorf("can_transition(%q, %q) = %v, domain %v", from, to, got, domain.CanTransition(from, to))
+			}
+		}
+	}
+
+	perms := append(domain.Permissions(), "everything")
+	for _, role := range append(domain.Roles(), "intern") {
+		p := domain.Principal{Role: role}
+		for _, perm := range perms {
+			if got := query("SELECT trovesnap.has_perm($1, $2)", role, perm).(bool); got != p.Has(perm) {
+				t.Errorf("has_perm(%s, %s) = %v, domain %v", role, perm, got, p.Has(perm))
+			}
+		}
+	}
+
+	for _, n := range []int{0, 1, domain.DefaultPageSize, domain.MaxPageSize - 1, domain.MaxPageSize, domain.MaxPageSize + 1, 1 << 30} {
+		want, _ := domain.PageLimit(n)
+		if got := query("SELECT trovesnap.page_limit($1)", n).(int32); int(got) != want {
+			t.Errorf("page_limit(%d) = %d, domain %d", n, got, want)
+		}
+	}
+	if got := query("SELECT trovesnap.page_limit(NULL)").(int32); int(got) != domain.DefaultPageSize {
+		t.Errorf("page_limit(NULL) = %d", got)
+	}
+	if _, err := conn.Exec(ctx, "SELECT trovesnap.page_limit(-1)"); err == nil || !strings.Contains(err.Error(), "invalid_input:limit") {
+		t.Errorf("page_limit(-1): %v", err)
+	}
+
+	for fn, want := range map[string][]string{"item_statuses": domain.ItemStatuses(), "sale_statuses": domain.SaleStatuses(),
+		"proposal_statuses": domain.ProposalStatuses()} {
+		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
+			t.Errorf("%s() = %v, domain %v", fn, got, want)
+		}
+	}
+}
+
+// The RPCs that held a copy of a rule call the generated lookup instead,
+// and the status CHECKs name the generated lists: no second copy is left
+// in the functions and constraints the database runs.
+func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	for fn, call := range map[string]string{
+		"mcp_execute_proposal":   "trovesnap.tool_perms(p_tool)",
+		"seller_validate_policy": "trovesnap.policy_may(v)",
+		"mcp_list_sales":         "trovesnap.sale_statuses()",
+		"mcp_list_items":         "trovesnap.item_statuses()",
+		"mcp_list_status_events": "trovesnap.item_statuses()",
+		"seller_list_proposals":  "trovesnap.proposal_statuses()",
+	} {
+		var src string
+		if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE proname = $1", fn).Scan(&src); err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		if !strings.Contains(src, call) || strings.Contains(src, "'trove_publish_item'") || strings.Contains(src, "'pending_pickup', 'sold'") ||
+			strings.Contains(src, "'live', 'closed'") || strings.Contains(src, "'approved', 'rejected'") {
+			t.Errorf("%s does not call %s, or still lists a rule itself", fn, call)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint
+		WHERE conname IN ('estate_sales_status_check', 'items_status_check', 'item_status_events_from_status_check',
+		                  'item_status_events_to_status_check', 'proposals_status_check') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(defs) != 5 {
+		t.Fatalf("constraints %v, %v", defs, err)
+	}
+	for _, d := range defs {
+		if !strings.Contains(d, "_statuses()") {
+			t.Errorf("%s: not the generated list", d)
+		}
+	}
+}
