@@ -41,7 +41,7 @@ func actionDefinition(name, title, description string, risk Risk, impact domain.
 	return Definition{
 		Name: name, Version: "1.0.0", Title: title, Description: description,
 		Tier: TierControlledAction, Risk: risk, Permissions: a.Permissions,
-		Modes: bothModes, Idempotent: true, Persists: true, Approval: Approval(a.Requirement), Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Persists: true, Approval: Approval(a.Requirement), Status: StatusActive,
 		Domain: DomainMapping{Service: a.Service, Operation: a.Operation}, Impact: impact,
 	}
 }
@@ -53,7 +53,6 @@ const actionFooter = " Input is only proposal_id and idempotency_key: approval i
 // proposal's domain function under the authority the gate's approval step
 // found.
 func action(d Definition) Tool {
-	d.Status = StatusActive
 	return define(d, func(ctx context.Context, env Env, in ExecuteProposalInput) (ExecutionResult, Effects, error) {
 		res, out, err := env.Backend.ExecuteProposal(ctx, env.Principal, env.Write, in.ProposalID, env.Authorization)
 		if err != nil {

@@ -19,7 +19,6 @@ var lookupTool func(string) (*Tool, bool)
 // action registry (domain.ActionOf), which also says which proposal tool
 // proposes the action.
 func proposalTool[In any](d Definition, draft func(In) (domain.ProposalDraft, error)) Tool {
-	d.Status = StatusActive
 	return define(d, func(ctx context.Context, env Env, in In) (ProposalView, Effects, error) {
 		dr, err := draft(in)
 		if err != nil {
