@@ -24,33 +24,36 @@ func (s *Store) buildProposal(ctx context.Context, tx *sql.Tx, p domain.Principa
 	if err != nil {
 		return prop, err
 	}
-	switch d.Action {
-	case domain.ActionPromoteCandidate:
-		err = s.buildPromotion(ctx, tx, p, d, &prop)
-	case domain.ActionPublishItem:
-		err = s.buildItemPublication(ctx, tx, p, &prop)
-	case domain.ActionPublishSale:
-		err = s.buildSalePublication(ctx, tx, p, &prop)
-	case domain.ActionBulkItemUpdate:
-		err = s.buildBulkUpdate(ctx, tx, p, d, &prop)
-	case domain.ActionStatusTransition, domain.ActionArchiveItem:
-		err = s.buildStatusTransition(ctx, tx, p, d, &prop)
-	case domain.ActionBindIdentity, domain.ActionReleaseIdentity:
-		err = s.buildIdentity(ctx, tx, p, d, &prop)
-	case domain.ActionDisposition:
-		err = s.buildDisposition(ctx, tx, p, d, &prop)
-	case domain.ActionBuyerNotify:
-		err = s.buildNotification(ctx, tx, p, d, &prop)
-	case domain.ActionExportDelivery:
-		err = s.buildExportDelivery(ctx, tx, p, &prop)
-	default:
+	build, ok := builders[d.Action]
+	if !ok {
 		return prop, fmt.Errorf("store: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
-	if err != nil {
+	if err := build(s, ctx, tx, p, d, &prop); err != nil {
 		return prop, err
 	}
 	domain.FinishProposal(&prop)
 	return prop, nil
+}
+
+// builder validates a draft of one action against the state in tx and
+// fills the proposal (the rules are domain's; a builder loads what they
+// read).
+type builder func(s *Store, ctx context.Context, tx *sql.Tx, p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal) error
+
+// builders has one builder per action of the registry (domain.Actions), as
+// a test holds; an action without one is refused as invalid input.
+var builders = map[string]builder{
+	domain.ActionPromoteCandidate: (*Store).buildPromotion,
+	domain.ActionPublishItem:      (*Store).buildItemPublication,
+	domain.ActionPublishSale:      (*Store).buildSalePublication,
+	domain.ActionBulkItemUpdate:   (*Store).buildBulkUpdate,
+	domain.ActionStatusTransition: (*Store).buildStatusTransition,
+	domain.ActionArchiveItem:      (*Store).buildStatusTransition,
+	domain.ActionBindIdentity:     (*Store).buildIdentity,
+	domain.ActionReleaseIdentity:  (*Store).buildIdentity,
+	domain.ActionDisposition:      (*Store).buildDisposition,
+	domain.ActionBuyerNotify:      (*Store).buildNotification,
+	domain.ActionExportDelivery:   (*Store).buildExportDelivery,
 }
 
 // loadItem reads an item of the tenant inside tx (RefError otherwise).
@@ -124,7 +127,7 @@ func (s *Store) buildPromotion(ctx context.Context, tx *sql.Tx, p domain.Princip
 	return domain.BuildPromotion(p, d, prop, c)
 }
 
-func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.Principal, prop *domain.Proposal) error {
+func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal) error {
 	prop.TargetKind = "item"
 	items, err := s.loadItems(ctx, tx, p, prop)
 	if err != nil {
@@ -137,7 +140,7 @@ func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.P
 	return domain.BuildItemPublication(p, prop, items, map[string]string{items[0].SaleID: saleStatus})
 }
 
-func (s *Store) buildSalePublication(ctx context.Context, tx *sql.Tx, p domain.Principal, prop *domain.Proposal) error {
+func (s *Store) buildSalePublication(ctx context.Context, tx *sql.Tx, p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal) error {
 	prop.TargetKind = "sale"
 	id := prop.TargetIDs[0]
 	if err := s.checkRef(ctx, tx, "estate_sales", "sale_id", id, p.TenantID); err != nil {
@@ -242,7 +245,7 @@ func (s *Store) buildNotification(ctx context.Context, tx *sql.Tx, p domain.Prin
 	})
 }
 
-func (s *Store) buildExportDelivery(ctx context.Context, tx *sql.Tx, p domain.Principal, prop *domain.Proposal) error {
+func (s *Store) buildExportDelivery(ctx context.Context, tx *sql.Tx, p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal) error {
 	prop.TargetKind = "export"
 	id := prop.TargetIDs[0]
 	if err := s.checkRef(ctx, tx, "export_drafts", "export_id", id, p.TenantID); err != nil {

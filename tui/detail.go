@@ -171,9 +171,9 @@ func (d detailScreen) lines(s *state) []string {
 
 func requirement(r string) string {
 	switch r {
-	case "explicit_human":
+	case domain.RequireExplicitHuman:
 		return "a person must approve; no automation policy can (explicit_human)"
-	case "human_or_policy":
+	case domain.RequireHumanOrPolicy:
 		return "a person, or an enabled automation policy (human_or_policy)"
 	}
 	return r

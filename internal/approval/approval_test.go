@@ -2,6 +2,7 @@ package approval
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -243,5 +244,28 @@ func TestHardening_ResolveRefusesAnotherClientsGrantAndPolicy(t *testing.T) {
 	}
 	if d := Resolve(now, p.Tool.Name, requester, p, []domain.Grant{g}, nil, nil); d.Err != nil || d.Auth.GrantID != g.ID {
 		t.Errorf("the requesting client: %+v", d)
+	}
+}
+
+// A policy may name exactly the tools of the registry's policy-authorisable
+// actions, and no policy authorises a proposal of any other action: the
+// §18.2 categories and explicit_human come from the registry, one entry per
+// action.
+func TestPolicy_RegistryDecidesWhatAPolicyMayAuthorise(t *testing.T) {
+	want := []string{"trove_execute_candidate_promotion", "trove_update_item_status", "trove_apply_bulk_item_update", "trove_bind_item_identity"}
+	if got := PolicyAuthorisableTools(); !slices.Equal(got, want) {
+		t.Errorf("PolicyAuthorisableTools() = %v, want %v", got, want)
+	}
+	for _, a := range domain.Actions() {
+		pol := policy()
+		pol.AllowedTools = []string{a.Tool}
+		if err := ValidatePolicy(pol); (err == nil) != a.PolicyMay() {
+			t.Errorf("%s: a policy naming %s: %v", a.Action, a.Tool, err)
+		}
+		p := proposal(t)
+		p.Action, p.Tool.Name, p.Requirement = a.Action, a.Tool, a.Requirement
+		if r := PolicyHumanOnlyReason(p); (r == "") != a.PolicyMay() {
+			t.Errorf("%s: human-only reason %q", a.Action, r)
+		}
 	}
 }

@@ -70,7 +70,7 @@ func Resolve(now time.Time, tool string, principal domain.Principal, p domain.Pr
 	}
 	// A policy, where the tool allows one.
 	var policyReason string
-	if p.Requirement == "human_or_policy" {
+	if p.Requirement == domain.RequireHumanOrPolicy {
 		for _, pol := range policies {
 			ok, reason := EvaluatePolicy(pol, p, tool, usage[pol.ID], now)
 			if ok {

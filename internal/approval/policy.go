@@ -8,20 +8,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// humanOnly lists the §18.2 categories no automation policy may authorise,
-// whatever tools it names: publication, external delivery, notifications,
-// paid work, irreversible or destructive actions (disposition, archive),
-// QR release, and financial changes (price).
-var humanOnly = map[string]string{
-	domain.ActionPublishItem:     "live publication",
-	domain.ActionPublishSale:     "live publication",
-	domain.ActionExportDelivery:  "external marketplace delivery",
-	domain.ActionBuyerNotify:     "buyer notifications",
-	domain.ActionDisposition:     "disposition completion",
-	domain.ActionArchiveItem:     "a destructive action",
-	domain.ActionReleaseIdentity: "QR release",
-}
-
 // BroadBulkLimit is the largest target set a policy may authorise at once;
 // anything broader is a broad bulk change and stays human-only (§18.2).
 const BroadBulkLimit = 20
@@ -29,10 +15,13 @@ const BroadBulkLimit = 20
 // PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
 // some policy could).
 func PolicyHumanOnlyReason(p domain.Proposal) string {
-	if r, ok := humanOnly[p.Action]; ok {
-		return r + " is never authorised by a policy"
+	// The §18.2 categories no policy may authorise, whatever tools it
+	// names (publication, external delivery, notifications, disposition,
+	// archive, QR release), are the registry's HumanOnly.
+	if a, ok := domain.ActionOf(p.Action); ok && a.HumanOnly != "" {
+		return a.HumanOnly + " is never authorised by a policy"
 	}
-	if p.Requirement != "human_or_policy" {
+	if p.Requirement != domain.RequireHumanOrPolicy {
 		return "the tool requires explicit human approval"
 	}
 	if p.Impact.EstimatedCostUSD > 0 {
@@ -119,7 +108,7 @@ func ValidatePolicy(pol domain.Policy) error {
 		return domain.Invalid("limits.maximum_cost_usd_per_day", "policies never authorise paid work: must be 0")
 	}
 	for _, t := range pol.AllowedTools {
-		if !slices.Contains(PolicyAuthorisableTools, t) {
+		if !slices.Contains(PolicyAuthorisableTools(), t) {
 			return domain.Invalid("allowed_tools", t+" can never be authorised by a policy")
 		}
 	}
@@ -131,8 +120,16 @@ func ValidatePolicy(pol domain.Policy) error {
 	return nil
 }
 
-// PolicyAuthorisableTools are the controlled tools whose approval
-// requirement is human_or_policy.
-var PolicyAuthorisableTools = []string{
-	"trove_execute_candidate_promotion", "trove_update_item_status", "trove_apply_bulk_item_update", "trove_bind_item_identity",
+// PolicyAuthorisableTools are the controlled tools an automation policy
+// may ever name: those of the registry's actions that need human_or_policy
+// and belong to no human-only category (domain.ActionSpec.PolicyMay), in
+// registry order.
+func PolicyAuthorisableTools() []string {
+	var tools []string
+	for _, a := range domain.Actions() {
+		if a.PolicyMay() {
+			tools = append(tools, a.Tool)
+		}
+	}
+	return tools
 }

@@ -27,13 +27,22 @@ type ExecutionApproval = domain.ExecutionApproval
 // ExecutionResult is the data of every controlled action.
 type ExecutionResult = domain.ExecutionResult
 
-// actionDefinition fills what every controlled action shares.
-func actionDefinition(name, title, description string, risk Risk, approval Approval, perms []string, dm DomainMapping, impact domain.EventImpact) Definition {
+// actionDefinition fills what every controlled action shares, and takes
+// its approval, permissions and domain function from the action registry
+// (domain.ActionByTool), which declares each controlled action once. A
+// controlled tool the registry does not declare is a programming error:
+// building the catalog panics, and TestRegistry_CatalogControlledToolsAreTheRegistrys
+// fails, before any call is served.
+func actionDefinition(name, title, description string, risk Risk, impact domain.EventImpact) Definition {
+	a, ok := domain.ActionByTool(name)
+	if !ok {
+		panic("catalog: controlled tool " + name + " is not declared in the action registry")
+	}
 	return Definition{
 		Name: name, Version: "1.0.0", Title: title, Description: description,
-		Tier: TierControlledAction, Risk: risk, Permissions: perms,
-		Modes: bothModes, Idempotent: true, Persists: true, Approval: approval, Status: StatusExperimental,
-		Domain: dm, Impact: impact,
+		Tier: TierControlledAction, Risk: risk, Permissions: a.Permissions,
+		Modes: bothModes, Idempotent: true, Persists: true, Approval: Approval(a.Requirement), Status: StatusActive,
+		Domain: DomainMapping{Service: a.Service, Operation: a.Operation}, Impact: impact,
 	}
 }
 
@@ -44,7 +53,6 @@ const actionFooter = " Input is only proposal_id and idempotency_key: approval i
 // proposal's domain function under the authority the gate's approval step
 // found.
 func action(d Definition) Tool {
-	d.Status = StatusActive
 	return define(d, func(ctx context.Context, env Env, in ExecuteProposalInput) (ExecutionResult, Effects, error) {
 		res, out, err := env.Backend.ExecuteProposal(ctx, env.Principal, env.Write, in.ProposalID, env.Authorization)
 		if err != nil {
@@ -57,87 +65,65 @@ func action(d Definition) Tool {
 func executeCandidatePromotion() Tool {
 	return action(actionDefinition("trove_execute_candidate_promotion", "Promote a candidate",
 		"Execute an approved candidate-promotion proposal: calls promote_inventory_candidate, which creates one canonical draft item with provenance back to the candidate, import run and source record. Requires a proposal from trove_propose_candidate_promotion approved by the seller or a seller-configured policy. Does not publish or price the item."+actionFooter,
-		RiskControlledWrite, ApprovalHumanOrPolicy, []string{domain.PermCandidateRead, domain.PermItemCreateCandidate},
-		DomainMapping{Service: "inventory", Operation: "promote_inventory_candidate"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func publishItem() Tool {
 	return action(actionDefinition("trove_publish_item", "Publish an item",
 		"Execute an approved item-publication proposal: calls publish_item, making the item public on its TroveSnap sale page with its public fields and approved photos only. Requires a proposal from trove_propose_item_publication explicitly approved by the seller. Never lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermItemPublish},
-		DomainMapping{Service: "inventory", Operation: "publish_item"},
-		domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+		RiskHighImpact, domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func publishSale() Tool {
 	return action(actionDefinition("trove_publish_sale", "Publish a sale",
 		"Execute an approved sale-publication proposal: calls publish_sale, making the sale visible on the public marketplace under its address-reveal policy. Requires a proposal from trove_propose_sale_publication explicitly approved by the seller. Never reveals the street address early and never notifies buyers."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermSalePublish},
-		DomainMapping{Service: "inventory", Operation: "publish_sale"},
-		domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+		RiskHighImpact, domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func updateItemStatus() Tool {
 	return action(actionDefinition("trove_update_item_status", "Update an item's status",
 		"Execute an approved status-transition proposal: calls append_inventory_status_event (approve_status_import when the proposal reviews an imported status), which rejects invalid transitions. Requires a proposal from trove_propose_status_transition approved by the seller or a seller-configured policy. Records the item lifecycle only: never marks payment settled or invents a sale price."+actionFooter,
-		RiskControlledWrite, ApprovalHumanOrPolicy, []string{domain.PermItemUpdateStatus},
-		DomainMapping{Service: "inventory", Operation: "append_inventory_status_event"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func applyBulkItemUpdate() Tool {
 	return action(actionDefinition("trove_apply_bulk_item_update", "Apply a bulk item update",
 		"Execute an approved bulk-update proposal: applies exactly its field changes to exactly its frozen targets (prices through update_item_price), stopping on or reporting per-item version conflicts and enforcing field-level permissions. Requires a proposal from trove_propose_bulk_item_update approved by the seller or a seller-configured policy. Never adds targets and never changes status."+actionFooter,
-		RiskControlledWrite, ApprovalHumanOrPolicy, []string{domain.PermItemUpdatePrice},
-		DomainMapping{Service: "inventory", Operation: "apply_bulk_item_update"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func notifyMatchedBuyers() Tool {
 	return action(actionDefinition("trove_notify_matched_buyers", "Notify matched buyers",
 		"Execute an approved buyer-notification proposal: the notification service resolves the matched buyers itself and sends the approved message on the approved channels, within rate limits and opt-outs. Requires a proposal from trove_propose_buyer_notification explicitly approved by the seller. Never returns buyer identities. In live mode the request is queued for the delivery worker (outcome queued): nothing is claimed sent."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermBuyerNotify},
-		DomainMapping{Service: "notifications", Operation: "notify_matched_buyers"},
-		domain.EventImpact{Type: "notification", Material: true}))
+		RiskHighImpact, domain.EventImpact{Type: "notification", Material: true}))
 }
 
 func bindItemIdentity() Tool {
 	return action(actionDefinition("trove_bind_item_identity", "Bind a QR tag",
 		"Execute an approved identity-binding proposal: calls bind_item_identity, attaching the printed QR tag to the item so checkout can scan it. Requires a proposal from trove_propose_identity_binding (action bind) approved by the seller or a seller-configured policy."+actionFooter,
-		RiskControlledWrite, ApprovalHumanOrPolicy, []string{domain.PermItemBindIdentity},
-		DomainMapping{Service: "identity", Operation: "bind_item_identity"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func releaseItemIdentity() Tool {
 	return action(actionDefinition("trove_release_item_identity", "Release a QR tag",
 		"Execute an approved identity-release proposal: calls release_item_identity, detaching the QR tag from the item (including from sold or pending-pickup items, which is why it is high impact). Requires a proposal from trove_propose_identity_binding (action release) explicitly approved by the seller."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermItemBindIdentity},
-		DomainMapping{Service: "identity", Operation: "release_item_identity"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
+		RiskHighImpact, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func applyDispositionAction() Tool {
 	return action(actionDefinition("trove_apply_disposition_action", "Apply a disposition",
 		"Execute an approved disposition proposal: calls apply_disposition_action to donate, consign, haul away, return to family or accept the buy-out offer for exactly the proposal's items; this cannot be undone. Requires a proposal from trove_propose_disposition_action explicitly approved by the seller."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermDispositionApply},
-		DomainMapping{Service: "disposition", Operation: "apply_disposition_action"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
+		RiskHighImpact, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func deliverExport() Tool {
 	return action(actionDefinition("trove_deliver_export", "Deliver an export",
 		"Execute an approved export-delivery proposal: hands the staged snapshot to the channel-specific approved export function (eBay, Facebook Marketplace, Etsy, CSV file), which may make listings public outside TroveSnap. Requires a proposal from trove_propose_export_delivery explicitly approved by the seller. Never delivers items changed since staging. In live mode the delivery is queued for the export worker (outcome queued): nothing is claimed delivered."+actionFooter,
-		RiskHighImpact, ApprovalExplicitHuman, []string{domain.PermExportDeliver},
-		DomainMapping{Service: "exports", Operation: "deliver_export"},
-		domain.EventImpact{Type: "external_delivery", Material: true, PublicStateChanged: true}))
+		RiskHighImpact, domain.EventImpact{Type: "external_delivery", Material: true, PublicStateChanged: true}))
 }
 
 func archiveItem() Tool {
 	return action(actionDefinition("trove_archive_item", "Archive an item",
 		"Execute an approved archive proposal: calls append_inventory_status_event to move the item to archived, removing it from public view; archiving replaces deletion, and the item and its history are kept. Requires a proposal from trove_propose_status_transition (to_status archived) explicitly approved by the seller."+actionFooter,
-		RiskControlledWrite, ApprovalExplicitHuman, []string{domain.PermItemUpdateStatus},
-		DomainMapping{Service: "inventory", Operation: "append_inventory_status_event"},
-		domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }

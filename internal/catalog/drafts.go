@@ -74,12 +74,6 @@ func draftListingCopy() Tool {
 	})
 }
 
-// exportDeliveryApproval is what trove_deliver_export requires (§18.2:
-// external delivery is never auto-approved). A catalog test holds it equal
-// to that tool's definition; it is not looked up here because a handler
-// built by a constructor cannot refer to the list of constructors.
-const exportDeliveryApproval = ApprovalExplicitHuman
-
 // StageExportInput is the input of trove_stage_export.
 type StageExportInput struct {
 	WriteCommon
@@ -114,6 +108,12 @@ type StageExportOutput struct {
 }
 
 func stageExport() Tool {
+	// What delivery will need, and the tool that proposes it, are the
+	// registry's (§18.2: external delivery is never auto-approved).
+	deliver, ok := domain.ActionOf(domain.ActionExportDelivery)
+	if !ok {
+		panic("catalog: the action registry does not declare " + domain.ActionExportDelivery)
+	}
 	return define(Definition{
 		Name: "trove_stage_export", Version: "1.0.0", Title: "Stage an export",
 		Description: "Stage up to 50 items for an outside channel (eBay, Facebook Marketplace, Etsy, CSV file): snapshots their public fields and versions, validates them against the channel's rules and returns a preview with warnings and the approval delivery will need. Never delivers, lists or publishes anything: delivery needs trove_propose_export_delivery and a seller's approval. Requires idempotency_key.",
@@ -128,8 +128,8 @@ func stageExport() Tool {
 		}
 		seesPrice := slices.Contains(ItemFieldsFor(env.Principal.Role), fPrice)
 		o := StageExportOutput{ExportID: res.ExportID, Channel: res.Channel, Status: res.Status, Items: make([]ExportItemPreview, 0, len(res.Listings)),
-			ValidCount: res.ValidCount, Warnings: nonNilStrings(res.Warnings), ApprovalRequirement: string(exportDeliveryApproval),
-			NextStep: "trove_propose_export_delivery", Delivered: false}
+			ValidCount: res.ValidCount, Warnings: nonNilStrings(res.Warnings), ApprovalRequirement: deliver.Requirement,
+			NextStep: deliver.ProposalTool, Delivered: false}
 		for _, l := range res.Listings {
 			p := ExportItemPreview{ItemID: l.ItemID, Version: l.Version, Status: l.Status, Title: l.Title, PhotoCount: l.PhotoCount,
 				Valid: l.Valid, Warnings: nonNilStrings(l.Warnings), UntrustedContent: true}

@@ -14,19 +14,25 @@ var lookupTool func(string) (*Tool, bool)
 
 // proposalTool gives a proposal tool its handler: the draft from the input,
 // then ONE Backend call that validates it against current state and stores
-// the sealed, immutable proposal.
+// the sealed, immutable proposal. The draft chooses the action; the tool
+// that will execute it, and so its version and approval, come from the
+// action registry (domain.ActionOf), which also says which proposal tool
+// proposes the action.
 func proposalTool[In any](d Definition, draft func(In) (domain.ProposalDraft, error)) Tool {
-	d.Status = StatusActive
 	return define(d, func(ctx context.Context, env Env, in In) (ProposalView, Effects, error) {
 		dr, err := draft(in)
 		if err != nil {
 			return ProposalView{}, Effects{}, err
 		}
-		exec, ok := lookupTool(dr.Tool.Name)
-		if !ok {
-			return ProposalView{}, Effects{}, fmt.Errorf("catalog: no executor %s: %w", dr.Tool.Name, domain.ErrInvalidInput)
+		spec, ok := domain.ActionOf(dr.Action)
+		if !ok || spec.ProposalTool != d.Name {
+			return ProposalView{}, Effects{}, fmt.Errorf("catalog: %s does not propose %q: %w", d.Name, dr.Action, domain.ErrInvalidInput)
 		}
-		dr.Tool.Version, dr.Requirement = exec.Version, string(exec.Approval)
+		exec, ok := lookupTool(spec.Tool)
+		if !ok {
+			return ProposalView{}, Effects{}, fmt.Errorf("catalog: no executor %s: %w", spec.Tool, domain.ErrInvalidInput)
+		}
+		dr.Tool, dr.Requirement = domain.ExecutingTool{Name: exec.Name, Version: exec.Version}, string(exec.Approval)
 		prop, out, err := env.Backend.CreateProposal(ctx, env.Principal, env.Write, dr, env.Seal)
 		if err != nil {
 			return ProposalView{}, Effects{}, err
@@ -85,8 +91,6 @@ func many(ids []string, versions []ItemVersion) ([]string, []domain.TargetVersio
 	return ids, evs
 }
 
-func executor(name string) domain.ExecutingTool { return domain.ExecutingTool{Name: name} }
-
 func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, error) {
 	t, v := one(in.CandidateID, in.ExpectedVersion)
 	f := map[string]any{}
@@ -95,17 +99,17 @@ func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, er
 			f[k] = domain.CleanText(val)
 		}
 	}
-	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, Tool: executor("trove_execute_candidate_promotion"), TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
 }
 
 func draftItemPublication(in ProposeItemPublicationInput) (domain.ProposalDraft, error) {
 	t, v := one(in.ItemID, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionPublishItem, Tool: executor("trove_publish_item"), TargetIDs: t, ExpectedVersions: v}, nil
+	return domain.ProposalDraft{Action: domain.ActionPublishItem, TargetIDs: t, ExpectedVersions: v}, nil
 }
 
 func draftSalePublication(in ProposeSalePublicationInput) (domain.ProposalDraft, error) {
 	t, v := one(in.SaleID, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionPublishSale, Tool: executor("trove_publish_sale"), TargetIDs: t, ExpectedVersions: v}, nil
+	return domain.ProposalDraft{Action: domain.ActionPublishSale, TargetIDs: t, ExpectedVersions: v}, nil
 }
 
 func draftBulkUpdate(in ProposeBulkItemUpdateInput) (domain.ProposalDraft, error) {
@@ -127,7 +131,7 @@ func draftBulkUpdate(in ProposeBulkItemUpdateInput) (domain.ProposalDraft, error
 	if c.PriceCents != nil {
 		ch["price_cents"] = float64(*c.PriceCents)
 	}
-	return domain.ProposalDraft{Action: domain.ActionBulkItemUpdate, Tool: executor("trove_apply_bulk_item_update"), TargetIDs: t, ExpectedVersions: v,
+	return domain.ProposalDraft{Action: domain.ActionBulkItemUpdate, TargetIDs: t, ExpectedVersions: v,
 		Fields: map[string]any{"changes": ch}}, nil
 }
 
@@ -137,11 +141,11 @@ func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraf
 	if err != nil {
 		return domain.ProposalDraft{}, domain.Invalid("effective_at", "not an RFC 3339 time")
 	}
-	action, tool := domain.ActionStatusTransition, "trove_update_item_status"
+	action := domain.ActionStatusTransition
 	if in.ToStatus == domain.ItemArchived {
-		action, tool = domain.ActionArchiveItem, "trove_archive_item"
+		action = domain.ActionArchiveItem
 	}
-	return domain.ProposalDraft{Action: action, Tool: executor(tool), TargetIDs: t, ExpectedVersions: v, StatusCandidateID: in.StatusCandidateID,
+	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, StatusCandidateID: in.StatusCandidateID,
 		Fields: map[string]any{"to_status": in.ToStatus, "effective_at": eff.UTC().Format(time.RFC3339)}}, nil
 }
 
@@ -154,17 +158,17 @@ func draftBuyerNotification(in ProposeBuyerNotificationInput) (domain.ProposalDr
 		id = in.SaleID
 	}
 	t, v := one(id, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionBuyerNotify, Tool: executor("trove_notify_matched_buyers"), TargetIDs: t, ExpectedVersions: v,
+	return domain.ProposalDraft{Action: domain.ActionBuyerNotify, TargetIDs: t, ExpectedVersions: v,
 		Fields: map[string]any{"audience": in.Audience, "channels": in.Channels, "message_template": domain.CleanText(in.MessageTemplate)}}, nil
 }
 
 func draftIdentityBinding(in ProposeIdentityBindingInput) (domain.ProposalDraft, error) {
 	t, v := one(in.ItemID, in.ExpectedVersion)
-	action, tool := domain.ActionBindIdentity, "trove_bind_item_identity"
+	action := domain.ActionBindIdentity
 	if in.Action == "release" {
-		action, tool = domain.ActionReleaseIdentity, "trove_release_item_identity"
+		action = domain.ActionReleaseIdentity
 	}
-	return domain.ProposalDraft{Action: action, Tool: executor(tool), TargetIDs: t, ExpectedVersions: v, Fields: map[string]any{"qr_code": in.QRCode}}, nil
+	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, Fields: map[string]any{"qr_code": in.QRCode}}, nil
 }
 
 func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, error) {
@@ -176,10 +180,10 @@ func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, e
 	if in.OfferCents != nil {
 		f["offer_cents"] = float64(*in.OfferCents)
 	}
-	return domain.ProposalDraft{Action: domain.ActionDisposition, Tool: executor("trove_apply_disposition_action"), TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+	return domain.ProposalDraft{Action: domain.ActionDisposition, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
 }
 
 func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, error) {
 	t, v := one(in.ExportID, 1) // a staged snapshot never changes; its items' versions are bound by the store
-	return domain.ProposalDraft{Action: domain.ActionExportDelivery, Tool: executor("trove_deliver_export"), TargetIDs: t, ExpectedVersions: v}, nil
+	return domain.ProposalDraft{Action: domain.ActionExportDelivery, TargetIDs: t, ExpectedVersions: v}, nil
 }

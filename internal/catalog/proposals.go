@@ -84,7 +84,7 @@ func proposalDefinition(name, title, description, operation string) Definition {
 	return Definition{
 		Name: name, Version: "1.0.0", Title: title, Description: description,
 		Tier: TierActionProposal, Risk: RiskLowWrite, Permissions: []string{domain.PermProposalCreate},
-		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusExperimental,
+		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "approval", Operation: operation},
 		Impact: proposalImpact,
 	}

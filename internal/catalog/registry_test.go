@@ -39,3 +39,17 @@ func TestRegistry_CatalogControlledToolsAreTheRegistrys(t *testing.T) {
 		}
 	}
 }
+
+// Every proposal tool of the catalog proposes at least one action of the
+// registry: the executing tool of its drafts is the registry's, so a
+// proposal tool the registry does not know could never make a proposal.
+func TestRegistry_EveryProposalToolProposesARegistryAction(t *testing.T) {
+	for _, tool := range All() {
+		if tool.Tier != TierActionProposal {
+			continue
+		}
+		if !slices.ContainsFunc(domain.Actions(), func(a domain.ActionSpec) bool { return a.ProposalTool == tool.Name }) {
+			t.Errorf("%s proposes no action of the registry", tool.Name)
+		}
+	}
+}

@@ -50,11 +50,12 @@ const (
 // Approval is a tool's approval requirement.
 type Approval string
 
-// Approval requirements.
+// Approval requirements: none (not a controlled action), or one of the
+// registry's (domain.Requirement), which controlled tools take from it.
 const (
 	ApprovalNone          Approval = "none"
-	ApprovalExplicitHuman Approval = "explicit_human"
-	ApprovalHumanOrPolicy Approval = "human_or_policy"
+	ApprovalExplicitHuman          = Approval(domain.RequireExplicitHuman)
+	ApprovalHumanOrPolicy          = Approval(domain.RequireHumanOrPolicy)
 )
 
 // DomainMapping names the P5/P6 domain function a tool reaches.

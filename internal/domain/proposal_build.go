@@ -569,20 +569,17 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 	return nil
 }
 
-// DomainFunction names the P5/P6 domain function that executes a proposal
-// action (§16); "" for an unknown action.
-func DomainFunction(action string) string { return domainFunctions[action] }
-
-var domainFunctions = map[string]string{
-	ActionPromoteCandidate: "promote_inventory_candidate",
-	ActionPublishItem:      "publish_item",
-	ActionPublishSale:      "publish_sale",
-	ActionStatusTransition: "append_inventory_status_event",
-	ActionArchiveItem:      "append_inventory_status_event",
-	ActionBulkItemUpdate:   "update_item_fields",
-	ActionBindIdentity:     "bind_item_identity",
-	ActionReleaseIdentity:  "release_item_identity",
-	ActionDisposition:      "apply_disposition_action",
-	ActionBuyerNotify:      "notify_matched_buyers",
-	ActionExportDelivery:   "deliver_export",
+// DomainFunction names the P5/P6 domain function an execution of action
+// reports (ExecutionResult.DomainFunction, §16): the registry's Operation,
+// save a bulk update, which runs update_item_fields on each target (the
+// name live mode's SQL reports too); "" for an unknown action.
+func DomainFunction(action string) string {
+	a, ok := ActionOf(action)
+	switch {
+	case !ok:
+		return ""
+	case action == ActionBulkItemUpdate:
+		return "update_item_fields"
+	}
+	return a.Operation
 }

@@ -127,7 +127,8 @@ func (t *telemetry) finish(ctx context.Context, ev domain.Event, env *Envelope, 
 	if known {
 		facts.Tool = tool.Name
 		facts.Destructive = catalog.HintsFor(tool).Destructive
-		facts.NotificationProposal = tool.Name == "trove_propose_buyer_notification"
+		notify, _ := domain.ActionOf(domain.ActionBuyerNotify)
+		facts.NotificationProposal = tool.Name == notify.ProposalTool
 	}
 	t.metrics.Record(ctx, facts)
 	if cs == nil {

@@ -66,126 +66,163 @@ type exportFacts struct {
 	} `json:"rows"`
 }
 
+// liveRules is what live mode needs to propose one action: the draft's
+// fields mcp_proposal_state needs besides the targets (state; nil when the
+// targets are all it reads) and domain's builder over the state it answers.
+type liveRules struct {
+	state func(d domain.ProposalDraft, f map[string]any)
+	build func(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error
+}
+
+// liveActions has the rules of every action of the registry, as a test
+// holds: the live database runs them all (migrations 6 and 10).
+var liveActions = map[string]liveRules{
+	domain.ActionPromoteCandidate: {build: buildPromotion},
+	domain.ActionPublishItem:      {build: buildItemPublication},
+	domain.ActionPublishSale:      {build: buildSalePublication},
+	domain.ActionBulkItemUpdate:   {state: bulkState, build: buildBulkUpdate},
+	domain.ActionStatusTransition: {state: statusState, build: buildStatusTransition},
+	domain.ActionArchiveItem:      {state: statusState, build: buildStatusTransition},
+	domain.ActionBindIdentity:     {state: bindState, build: buildIdentity},
+	domain.ActionReleaseIdentity:  {build: buildIdentity},
+	domain.ActionDisposition:      {build: buildDisposition},
+	domain.ActionBuyerNotify:      {build: buildNotification},
+	domain.ActionExportDelivery:   {build: buildExportDelivery},
+}
+
 // stateFields are the draft's fields mcp_proposal_state needs besides the
 // targets: the bulk changes (checked before any target is read, as the
 // store does), the tag to bind, the imported status a transition reviews.
 func stateFields(d domain.ProposalDraft) map[string]any {
 	f := map[string]any{}
-	switch d.Action {
-	case domain.ActionBulkItemUpdate:
-		if ch, ok := d.Fields["changes"].(map[string]any); ok {
-			f["changes"] = ch
-		}
-	case domain.ActionBindIdentity:
-		if code, ok := d.Fields["qr_code"].(string); ok {
-			f["qr_code"] = code
-		}
-	case domain.ActionStatusTransition, domain.ActionArchiveItem:
-		if d.StatusCandidateID != "" {
-			f["status_candidate_id"] = d.StatusCandidateID
-		}
+	if r := liveActions[d.Action]; r.state != nil {
+		r.state(d, f)
 	}
 	return f
+}
+
+func bulkState(d domain.ProposalDraft, f map[string]any) {
+	if ch, ok := d.Fields["changes"].(map[string]any); ok {
+		f["changes"] = ch
+	}
+}
+
+func bindState(d domain.ProposalDraft, f map[string]any) {
+	if code, ok := d.Fields["qr_code"].(string); ok {
+		f["qr_code"] = code
+	}
+}
+
+func statusState(d domain.ProposalDraft, f map[string]any) {
+	if d.StatusCandidateID != "" {
+		f["status_candidate_id"] = d.StatusCandidateID
+	}
 }
 
 func missingState(what string) error {
 	return fmt.Errorf("live: mcp_proposal_state: answer without the %s: %w", what, domain.ErrUnavailable)
 }
 
-// buildAction runs domain's builder of a migration 10 action over the
-// state the database answered (buildProposal handles the first three).
-func buildAction(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
-	items := func() ([]domain.Item, error) {
-		if len(st.Items) != len(prop.TargetIDs) {
-			return nil, missingState("items")
-		}
-		return st.Items, nil
+// stateItems are the item targets the database answered, all of them.
+func stateItems(prop *domain.Proposal, st proposalState) ([]domain.Item, error) {
+	if len(st.Items) != len(prop.TargetIDs) {
+		return nil, missingState("items")
 	}
-	switch d.Action {
-	case domain.ActionBulkItemUpdate:
-		changes, names, err := domain.BulkUpdateChanges(p, d)
-		if err != nil {
-			return err
-		}
-		its, err := items()
-		if err != nil {
-			return err
-		}
-		return domain.BuildBulkUpdate(p, prop, its, changes, names)
-	case domain.ActionStatusTransition, domain.ActionArchiveItem:
-		its, err := items()
-		if err != nil {
-			return err
-		}
-		return domain.BuildStatusTransition(p, d, prop, its, func(id string) (string, string, error) {
-			c := st.StatusCandidate
-			switch {
-			case c == nil || id != d.StatusCandidateID:
-				return "", "", missingState("status candidate")
-			case !c.Found:
-				return "", "", domain.UnknownRef("status_candidate_id", id, false)
-			}
-			return c.Kind, c.ReviewStatus, nil
-		})
-	case domain.ActionBindIdentity, domain.ActionReleaseIdentity:
-		its, err := items()
-		if err != nil {
-			return err
-		}
-		return domain.BuildIdentity(p, d, prop, its, func(code, itemID string) error {
-			t := st.Tag
-			switch {
-			case t == nil || t.Code != code || len(prop.TargetIDs) == 0 || itemID != prop.TargetIDs[0]:
-				return missingState("tag")
-			case !t.Printed:
-				return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
-			case t.BoundElsewhere:
-				return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
-			}
-			return nil
-		})
-	case domain.ActionDisposition:
-		its, err := items()
-		if err != nil {
-			return err
-		}
-		return domain.BuildDisposition(p, d, prop, its)
-	case domain.ActionBuyerNotify:
-		var target domain.NotificationTarget
-		if domain.ValidID(domain.PrefixItem, prop.TargetIDs[0]) {
-			its, err := items()
-			if err != nil {
-				return err
-			}
-			target.Item = &its[0]
-		} else {
-			if st.Sale == nil {
-				return missingState("sale")
-			}
-			target.Sale = st.Sale
-		}
-		return domain.BuildNotification(p, d, prop, target, func(saleID, top string) (int, int, error) {
-			dm := st.Demand
-			if dm == nil || dm.SaleID != saleID {
-				return 0, 0, missingState("demand")
-			}
-			if top == "" {
-				return dm.Saves, dm.Follows, nil
-			}
-			c := dm.ByTop[top]
-			return c.Saves, c.Follows, nil
-		})
-	case domain.ActionExportDelivery:
-		e := st.Export
-		if e == nil || e.ID != prop.TargetIDs[0] {
-			return missingState("export")
-		}
-		facts := domain.ExportFacts{Channel: e.Channel, Status: e.Status, Items: e.ItemCount, Valid: e.ValidCount}
-		for _, r := range e.Rows {
-			facts.Rows = append(facts.Rows, domain.ExportItem{ItemID: r.ItemID, StagedVersion: r.StagedVersion, SaleID: r.SaleID,
-				CurrentVersion: r.CurrentVersion})
-		}
-		return domain.BuildExportDelivery(p, prop, facts)
+	return st.Items, nil
+}
+
+func buildBulkUpdate(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	changes, names, err := domain.BulkUpdateChanges(p, d)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
+	its, err := stateItems(prop, st)
+	if err != nil {
+		return err
+	}
+	return domain.BuildBulkUpdate(p, prop, its, changes, names)
+}
+
+func buildStatusTransition(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	its, err := stateItems(prop, st)
+	if err != nil {
+		return err
+	}
+	return domain.BuildStatusTransition(p, d, prop, its, func(id string) (string, string, error) {
+		c := st.StatusCandidate
+		switch {
+		case c == nil || id != d.StatusCandidateID:
+			return "", "", missingState("status candidate")
+		case !c.Found:
+			return "", "", domain.UnknownRef("status_candidate_id", id, false)
+		}
+		return c.Kind, c.ReviewStatus, nil
+	})
+}
+
+func buildIdentity(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	its, err := stateItems(prop, st)
+	if err != nil {
+		return err
+	}
+	return domain.BuildIdentity(p, d, prop, its, func(code, itemID string) error {
+		t := st.Tag
+		switch {
+		case t == nil || t.Code != code || len(prop.TargetIDs) == 0 || itemID != prop.TargetIDs[0]:
+			return missingState("tag")
+		case !t.Printed:
+			return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
+		case t.BoundElsewhere:
+			return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
+		}
+		return nil
+	})
+}
+
+func buildDisposition(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	its, err := stateItems(prop, st)
+	if err != nil {
+		return err
+	}
+	return domain.BuildDisposition(p, d, prop, its)
+}
+
+func buildNotification(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	var target domain.NotificationTarget
+	if domain.ValidID(domain.PrefixItem, prop.TargetIDs[0]) {
+		its, err := stateItems(prop, st)
+		if err != nil {
+			return err
+		}
+		target.Item = &its[0]
+	} else {
+		if st.Sale == nil {
+			return missingState("sale")
+		}
+		target.Sale = st.Sale
+	}
+	return domain.BuildNotification(p, d, prop, target, func(saleID, top string) (int, int, error) {
+		dm := st.Demand
+		if dm == nil || dm.SaleID != saleID {
+			return 0, 0, missingState("demand")
+		}
+		if top == "" {
+			return dm.Saves, dm.Follows, nil
+		}
+		c := dm.ByTop[top]
+		return c.Saves, c.Follows, nil
+	})
+}
+
+func buildExportDelivery(p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	e := st.Export
+	if e == nil || e.ID != prop.TargetIDs[0] {
+		return missingState("export")
+	}
+	facts := domain.ExportFacts{Channel: e.Channel, Status: e.Status, Items: e.ItemCount, Valid: e.ValidCount}
+	for _, r := range e.Rows {
+		facts.Rows = append(facts.Rows, domain.ExportItem{ItemID: r.ItemID, StagedVersion: r.StagedVersion, SaleID: r.SaleID,
+			CurrentVersion: r.CurrentVersion})
+	}
+	return domain.BuildExportDelivery(p, prop, facts)
 }

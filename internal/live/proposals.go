@@ -17,34 +17,6 @@ import (
 // Execution — authority, versions, the domain function, the event and the
 // idempotency row — is ONE RPC, ONE transaction (mcp_execute_proposal).
 
-// liveActionTools are the proposal actions whose domain function the live
-// database runs (migrations 6 and 10) — every action — by the controlled
-// action that executes each, as trovesnap.action_tool pairs them. Anything
-// else is not a controlled action (ErrInvalidInput).
-var liveActionTools = map[string]string{
-	"trove_execute_candidate_promotion": domain.ActionPromoteCandidate,
-	"trove_publish_item":                domain.ActionPublishItem,
-	"trove_publish_sale":                domain.ActionPublishSale,
-	"trove_update_item_status":          domain.ActionStatusTransition,
-	"trove_archive_item":                domain.ActionArchiveItem,
-	"trove_apply_bulk_item_update":      domain.ActionBulkItemUpdate,
-	"trove_bind_item_identity":          domain.ActionBindIdentity,
-	"trove_release_item_identity":       domain.ActionReleaseIdentity,
-	"trove_apply_disposition_action":    domain.ActionDisposition,
-	"trove_notify_matched_buyers":       domain.ActionBuyerNotify,
-	"trove_deliver_export":              domain.ActionExportDelivery,
-}
-
-// liveAction reports whether the live database runs action.
-func liveAction(action string) bool {
-	for _, a := range liveActionTools {
-		if a == action {
-			return true
-		}
-	}
-	return false
-}
-
 // proposalState is mcp_proposal_state's answer: a replay of the key, or the
 // state the draft's targets are in.
 type proposalState struct {
@@ -130,7 +102,9 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	if _, err := domain.StartProposal(p, d, time.Time{}, math.MaxInt); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
-	if !liveAction(d.Action) {
+	// The live database runs every action of the registry (migrations 6
+	// and 10); anything else is not a controlled action.
+	if _, ok := domain.ActionOf(d.Action); !ok {
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
 	args := keyArgs(h, w)
@@ -161,39 +135,43 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	return persist(ctx, b, "mcp_create_proposal", wargs, func(r domain.Proposal) bool { return r.ID != "" }, "answer without a proposal")
 }
 
-// buildProposal runs domain's builder over the state the database answered.
+// buildProposal runs domain's builder of the draft's action (liveActions)
+// over the state the database answered.
 func buildProposal(p domain.Principal, d domain.ProposalDraft, st proposalState) (domain.Proposal, error) {
 	prop, err := domain.StartProposal(p, d, st.Now.UTC(), st.MaxBulkTargets)
 	if err != nil {
 		return prop, err
 	}
-	missing := func(what string) error {
-		return fmt.Errorf("live: mcp_proposal_state: answer without the %s: %w", what, domain.ErrUnavailable)
+	rules, ok := liveActions[d.Action]
+	if !ok {
+		return prop, fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
-	switch d.Action {
-	case domain.ActionPromoteCandidate:
-		if st.Candidate == nil {
-			return prop, missing("candidate")
-		}
-		err = domain.BuildPromotion(p, d, &prop, *st.Candidate)
-	case domain.ActionPublishItem:
-		if len(st.Items) != len(prop.TargetIDs) {
-			return prop, missing("items")
-		}
-		err = domain.BuildItemPublication(p, &prop, st.Items, st.SaleStatuses)
-	case domain.ActionPublishSale:
-		if st.Sale == nil {
-			return prop, missing("sale")
-		}
-		err = domain.BuildSalePublication(p, &prop, *st.Sale)
-	default:
-		err = buildAction(p, d, &prop, st)
-	}
-	if err != nil {
+	if err := rules.build(p, d, &prop, st); err != nil {
 		return prop, err
 	}
 	domain.FinishProposal(&prop)
 	return prop, nil
+}
+
+func buildPromotion(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	if st.Candidate == nil {
+		return missingState("candidate")
+	}
+	return domain.BuildPromotion(p, d, prop, *st.Candidate)
+}
+
+func buildItemPublication(p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	if len(st.Items) != len(prop.TargetIDs) {
+		return missingState("items")
+	}
+	return domain.BuildItemPublication(p, prop, st.Items, st.SaleStatuses)
+}
+
+func buildSalePublication(p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	if st.Sale == nil {
+		return missingState("sale")
+	}
+	return domain.BuildSalePublication(p, prop, *st.Sale)
 }
 
 func nonNil(s []string) []string {
@@ -265,7 +243,7 @@ func (b *Backend) ExecuteProposal(ctx context.Context, p domain.Principal, w dom
 	if err != nil {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
 	}
-	if _, ok := liveActionTools[w.Idem.Tool]; !ok {
+	if _, ok := domain.ActionByTool(w.Idem.Tool); !ok {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, fmt.Errorf("live: %q is not a controlled action: %w", w.Idem.Tool, domain.ErrInvalidInput)
 	}
 	args := writeArgs(h, w)
