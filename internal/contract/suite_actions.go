@@ -164,15 +164,9 @@ func (f *flow) statusEventOf(itemID, proposalID string) domain.StatusEvent {
 }
 
 // wantDomainFunction is the domain function an execution of action
-// reports. Live mode's SQL is generated from the registry, so it reports
-// the registry's operation; the store reports domain.DomainFunction, which
-// still names bulk_item_update's update_item_fields where the registry says
-// apply_bulk_item_update. When DomainFunction reads the registry, both are
-// the registry's and this collapses to it.
-func wantDomainFunction(b domain.Backend, action string) string {
-	if b.Mode() == domain.ModeMock {
-		return domain.DomainFunction(action)
-	}
+// reports in both backends: the registry's operation (live mode's SQL is
+// generated from it).
+func wantDomainFunction(_ domain.Backend, action string) string {
 	spec, _ := domain.ActionOf(action)
 	return spec.Operation
 }

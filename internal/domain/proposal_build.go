@@ -571,15 +571,8 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 
 // DomainFunction names the P5/P6 domain function an execution of action
 // reports (ExecutionResult.DomainFunction, §16): the registry's Operation,
-// save a bulk update, which runs update_item_fields on each target (the
-// name live mode's SQL reports too); "" for an unknown action.
+// the one the tool's catalog mapping advertises; "" for an unknown action.
 func DomainFunction(action string) string {
-	a, ok := ActionOf(action)
-	switch {
-	case !ok:
-		return ""
-	case action == ActionBulkItemUpdate:
-		return "update_item_fields"
-	}
+	a, _ := ActionOf(action)
 	return a.Operation
 }
