@@ -16,6 +16,130 @@ import (
 // change is refused here too, whoever calls), increments the version of
 // every row it changes and leaves history behind. None deletes anything.
 
+// domainFunction executes an approved proposal inside the execution's
+// transaction, recording each target's outcome in res and what it touched
+// in rel.
+type domainFunction func(s *Store, ctx context.Context, tx *sql.Tx, p domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error
+
+// domainFunctions has one domain function per action of the registry
+// (domain.Actions), as a test holds. The item functions apply each item
+// target's changes (eachItem); the others act on the proposal as a whole.
+var domainFunctions = map[string]domainFunction{
+	domain.ActionPromoteCandidate: (*Store).runPromotion,
+	domain.ActionPublishSale:      (*Store).runSalePublication,
+	domain.ActionBuyerNotify:      (*Store).runBuyerNotification,
+	domain.ActionExportDelivery:   (*Store).runExportDelivery,
+	domain.ActionPublishItem:      eachItem((*Store).publishItemTarget),
+	domain.ActionStatusTransition: eachItem((*Store).statusTarget),
+	domain.ActionArchiveItem:      eachItem((*Store).statusTarget),
+	domain.ActionBulkItemUpdate:   eachItem((*Store).updateItemFields),
+	domain.ActionBindIdentity:     eachItem((*Store).setItemIdentity),
+	domain.ActionReleaseIdentity:  eachItem((*Store).setItemIdentity),
+	domain.ActionDisposition:      eachItem((*Store).applyDispositionAction),
+}
+
+// itemFunction applies a proposal's changes to one item target, returning
+// the item's new version.
+type itemFunction func(s *Store, ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error)
+
+// eachItem makes an item function the domain function of an action: each
+// target in turn is loaded and given its changes.
+func eachItem(fn itemFunction) domainFunction {
+	return func(s *Store, ctx context.Context, tx *sql.Tx, p domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error {
+		for _, id := range prop.TargetIDs {
+			it, err := s.loadItem(ctx, tx, p.TenantID, id)
+			if err != nil {
+				return err
+			}
+			changes := map[string]any{}
+			for _, c := range prop.Changes {
+				if c.TargetID == id {
+					changes[c.Field] = c.To
+				}
+			}
+			v, err := fn(s, ctx, tx, prop, it, changes, now)
+			if err != nil {
+				return err
+			}
+			res.Results = append(res.Results, domain.TargetOutcome{TargetID: id, Outcome: outcome(s.mode), NewVersion: &v})
+			rel.ItemIDs = append(rel.ItemIDs, id)
+		}
+		return nil
+	}
+}
+
+func (s *Store) runPromotion(ctx context.Context, tx *sql.Tx, _ domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error {
+	itemID, err := s.promoteInventoryCandidate(ctx, tx, prop, now)
+	if err != nil {
+		return err
+	}
+	res.CreatedItemIDs = []string{itemID}
+	one := 1
+	res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: outcome(s.mode), NewVersion: nil},
+		domain.TargetOutcome{TargetID: itemID, Outcome: outcome(s.mode), NewVersion: &one})
+	rel.CandidateIDs = append(rel.CandidateIDs, prop.TargetIDs[0])
+	rel.ItemIDs = append(rel.ItemIDs, itemID)
+	return nil
+}
+
+func (s *Store) runSalePublication(ctx context.Context, tx *sql.Tx, _ domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, _ *domain.Related) error {
+	v, err := s.publishSale(ctx, tx, prop, now)
+	if err != nil {
+		return err
+	}
+	res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: outcome(s.mode), NewVersion: &v})
+	return nil
+}
+
+func (s *Store) runBuyerNotification(ctx context.Context, tx *sql.Tx, _ domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, _ *domain.Related) error {
+	if err := s.recordSimulated(ctx, tx, prop, "buyer_notification", now); err != nil {
+		return err
+	}
+	res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
+	return nil
+}
+
+// runExportDelivery is the channel-specific delivery: recorded, never sent,
+// in this simulation; the export is marked delivered so it cannot go twice.
+func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error {
+	if err := s.recordSimulated(ctx, tx, prop, "export_delivery", now); err != nil {
+		return err
+	}
+	r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = 'delivered' WHERE id = ? AND status IN ('staged', 'delivery_proposed')", prop.TargetIDs[0])
+	if err != nil {
+		return s.dbErr("deliver export", err)
+	}
+	if n, _ := r.RowsAffected(); n != 1 {
+		return fmt.Errorf("export %s is no longer staged: %w", prop.TargetIDs[0], domain.ErrTransitionInvalid)
+	}
+	res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
+	for _, ev := range prop.ExpectedVersions[1:] {
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: ev.ID, Outcome: "simulated"})
+		rel.ItemIDs = append(rel.ItemIDs, ev.ID)
+	}
+	return nil
+}
+
+// publishItemTarget publishes one item that is still ready to publish.
+func (s *Store) publishItemTarget(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, _ map[string]any, now time.Time) (int, error) {
+	if missing := domain.PublicationReadiness(it); len(missing) > 0 || it.Status != domain.ItemReady {
+		return 0, fmt.Errorf("item %s is no longer ready to publish: %w", it.ID, domain.ErrTransitionInvalid)
+	}
+	return s.appendInventoryStatusEvent(ctx, tx, prop, it, domain.ItemPublished, ts(now), "seller_approved", now)
+}
+
+// statusTarget records one item's status transition (or archiving) as the
+// proposal froze it.
+func (s *Store) statusTarget(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	to, _ := changes["status"].(string)
+	eff, _ := changes["effective_at"].(string)
+	source := "seller_confirmed"
+	if src, ok := changes["source"].(string); ok {
+		source = src
+	}
+	return s.appendInventoryStatusEvent(ctx, tx, prop, it, to, eff, source, now)
+}
+
 // promoteInventoryCandidate creates the canonical item from a candidate,
 // with provenance back to candidate, source record and import run.
 func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop domain.Proposal, now time.Time) (string, error) {

@@ -32,21 +32,6 @@ const (
 	ProposalExecuted = "executed"
 )
 
-// Proposal actions: one per controlled domain function.
-const (
-	ActionPromoteCandidate = "promote_candidate"
-	ActionPublishItem      = "publish_item"
-	ActionPublishSale      = "publish_sale"
-	ActionBulkItemUpdate   = "bulk_item_update"
-	ActionStatusTransition = "status_transition"
-	ActionArchiveItem      = "archive_item"
-	ActionBuyerNotify      = "buyer_notification"
-	ActionBindIdentity     = "bind_identity"
-	ActionReleaseIdentity  = "release_identity"
-	ActionDisposition      = "disposition_action"
-	ActionExportDelivery   = "export_delivery"
-)
-
 // ExecutingTool names the controlled action that executes a proposal.
 type ExecutingTool struct {
 	Name    string `json:"name"`

@@ -5,6 +5,21 @@ import (
 	"slices"
 )
 
+// Proposal actions: one per controlled domain function.
+const (
+	ActionPromoteCandidate = "promote_candidate"
+	ActionPublishItem      = "publish_item"
+	ActionPublishSale      = "publish_sale"
+	ActionBulkItemUpdate   = "bulk_item_update"
+	ActionStatusTransition = "status_transition"
+	ActionArchiveItem      = "archive_item"
+	ActionBuyerNotify      = "buyer_notification"
+	ActionBindIdentity     = "bind_identity"
+	ActionReleaseIdentity  = "release_identity"
+	ActionDisposition      = "disposition_action"
+	ActionExportDelivery   = "export_delivery"
+)
+
 // Requirement is the approval a controlled action needs before it runs
 // (§17): a human grant only, or a human grant or a bounded automation
 // policy (§18). Proposals record it (Proposal.Requirement).
