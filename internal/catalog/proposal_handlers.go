@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -89,101 +88,4 @@ func many(ids []string, versions []ItemVersion) ([]string, []domain.TargetVersio
 		evs = append(evs, domain.TargetVersion{ID: v.ID, Version: v.Version})
 	}
 	return ids, evs
-}
-
-func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, error) {
-	t, v := one(in.CandidateID, in.ExpectedVersion)
-	f := map[string]any{}
-	for k, val := range map[string]string{"title": in.Title, "description": in.Description, "category": in.Category, "room": in.Room} {
-		if val != "" {
-			f[k] = domain.CleanText(val)
-		}
-	}
-	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
-}
-
-func draftItemPublication(in ProposeItemPublicationInput) (domain.ProposalDraft, error) {
-	t, v := one(in.ItemID, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionPublishItem, TargetIDs: t, ExpectedVersions: v}, nil
-}
-
-func draftSalePublication(in ProposeSalePublicationInput) (domain.ProposalDraft, error) {
-	t, v := one(in.SaleID, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionPublishSale, TargetIDs: t, ExpectedVersions: v}, nil
-}
-
-func draftBulkUpdate(in ProposeBulkItemUpdateInput) (domain.ProposalDraft, error) {
-	t, v := many(in.ItemIDs, in.ExpectedVersions)
-	ch := map[string]any{}
-	c := in.Changes
-	if c.Room != nil {
-		ch["room"] = *c.Room
-	}
-	if c.Category != nil {
-		ch["category"] = *c.Category
-	}
-	if c.Title != nil {
-		ch["title"] = domain.CleanLine(*c.Title)
-	}
-	if c.Description != nil {
-		ch["description"] = domain.CleanText(*c.Description)
-	}
-	if c.PriceCents != nil {
-		ch["price_cents"] = float64(*c.PriceCents)
-	}
-	return domain.ProposalDraft{Action: domain.ActionBulkItemUpdate, TargetIDs: t, ExpectedVersions: v,
-		Fields: map[string]any{"changes": ch}}, nil
-}
-
-func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraft, error) {
-	t, v := one(in.ItemID, in.ExpectedVersion)
-	eff, err := time.Parse(time.RFC3339Nano, in.EffectiveAt)
-	if err != nil {
-		return domain.ProposalDraft{}, domain.Invalid("effective_at", "not an RFC 3339 time")
-	}
-	action := domain.ActionStatusTransition
-	if in.ToStatus == domain.ItemArchived {
-		action = domain.ActionArchiveItem
-	}
-	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, StatusCandidateID: in.StatusCandidateID,
-		Fields: map[string]any{"to_status": in.ToStatus, "effective_at": eff.UTC().Format(time.RFC3339)}}, nil
-}
-
-func draftBuyerNotification(in ProposeBuyerNotificationInput) (domain.ProposalDraft, error) {
-	if (in.ItemID == "") == (in.SaleID == "") {
-		return domain.ProposalDraft{}, domain.Invalid("item_id", "give exactly one of item_id or sale_id")
-	}
-	id := in.ItemID
-	if id == "" {
-		id = in.SaleID
-	}
-	t, v := one(id, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionBuyerNotify, TargetIDs: t, ExpectedVersions: v,
-		Fields: map[string]any{"audience": in.Audience, "channels": in.Channels, "message_template": domain.CleanText(in.MessageTemplate)}}, nil
-}
-
-func draftIdentityBinding(in ProposeIdentityBindingInput) (domain.ProposalDraft, error) {
-	t, v := one(in.ItemID, in.ExpectedVersion)
-	action := domain.ActionBindIdentity
-	if in.Action == "release" {
-		action = domain.ActionReleaseIdentity
-	}
-	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, Fields: map[string]any{"qr_code": in.QRCode}}, nil
-}
-
-func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, error) {
-	t, v := many(in.ItemIDs, in.ExpectedVersions)
-	f := map[string]any{"action": in.Action}
-	if in.Counterparty != "" {
-		f["counterparty"] = domain.CleanLine(in.Counterparty)
-	}
-	if in.OfferCents != nil {
-		f["offer_cents"] = float64(*in.OfferCents)
-	}
-	return domain.ProposalDraft{Action: domain.ActionDisposition, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
-}
-
-func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, error) {
-	t, v := one(in.ExportID, 1) // a staged snapshot never changes; its items' versions are bound by the store
-	return domain.ProposalDraft{Action: domain.ActionExportDelivery, TargetIDs: t, ExpectedVersions: v}, nil
 }

@@ -111,6 +111,17 @@ func proposeCandidatePromotion() Tool {
 		"propose_candidate_promotion"), draftPromotion)
 }
 
+func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, error) {
+	t, v := one(in.CandidateID, in.ExpectedVersion)
+	f := map[string]any{}
+	for k, val := range map[string]string{"title": in.Title, "description": in.Description, "category": in.Category, "room": in.Room} {
+		if val != "" {
+			f[k] = domain.CleanText(val)
+		}
+	}
+	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+}
+
 // ProposeItemPublicationInput is the input of trove_propose_item_publication.
 type ProposeItemPublicationInput struct {
 	WriteCommon
@@ -125,6 +136,11 @@ func proposeItemPublication() Tool {
 		"propose_item_publication"), draftItemPublication)
 }
 
+func draftItemPublication(in ProposeItemPublicationInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionPublishItem, TargetIDs: t, ExpectedVersions: v}, nil
+}
+
 // ProposeSalePublicationInput is the input of trove_propose_sale_publication.
 type ProposeSalePublicationInput struct {
 	WriteCommon
@@ -137,6 +153,11 @@ func proposeSalePublication() Tool {
 		"trove_propose_sale_publication", "Propose publishing a sale",
 		"Propose publishing one estate sale to the public marketplace, bound to the sale's version, with validation of dates, location and the address-reveal policy. Executed by trove_publish_sale and needs explicit seller approval. Never reveals the street address earlier than the sale's policy allows and never notifies buyers."+proposalFooter,
 		"propose_sale_publication"), draftSalePublication)
+}
+
+func draftSalePublication(in ProposeSalePublicationInput) (domain.ProposalDraft, error) {
+	t, v := one(in.SaleID, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionPublishSale, TargetIDs: t, ExpectedVersions: v}, nil
 }
 
 // BulkItemChanges are the exact field changes of a bulk update; at least one
@@ -164,6 +185,29 @@ func proposeBulkItemUpdate() Tool {
 		"propose_bulk_item_update"), draftBulkUpdate)
 }
 
+func draftBulkUpdate(in ProposeBulkItemUpdateInput) (domain.ProposalDraft, error) {
+	t, v := many(in.ItemIDs, in.ExpectedVersions)
+	ch := map[string]any{}
+	c := in.Changes
+	if c.Room != nil {
+		ch["room"] = *c.Room
+	}
+	if c.Category != nil {
+		ch["category"] = *c.Category
+	}
+	if c.Title != nil {
+		ch["title"] = domain.CleanLine(*c.Title)
+	}
+	if c.Description != nil {
+		ch["description"] = domain.CleanText(*c.Description)
+	}
+	if c.PriceCents != nil {
+		ch["price_cents"] = float64(*c.PriceCents)
+	}
+	return domain.ProposalDraft{Action: domain.ActionBulkItemUpdate, TargetIDs: t, ExpectedVersions: v,
+		Fields: map[string]any{"changes": ch}}, nil
+}
+
 // ProposeStatusTransitionInput is the input of trove_propose_status_transition.
 type ProposeStatusTransitionInput struct {
 	WriteCommon
@@ -180,6 +224,20 @@ func proposeStatusTransition() Tool {
 		"trove_propose_status_transition", "Propose an item status change",
 		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Never records payment or a sale price."+proposalFooter,
 		"propose_status_transition"), draftStatusTransition)
+}
+
+func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	eff, err := time.Parse(time.RFC3339Nano, in.EffectiveAt)
+	if err != nil {
+		return domain.ProposalDraft{}, domain.Invalid("effective_at", "not an RFC 3339 time")
+	}
+	action := domain.ActionStatusTransition
+	if in.ToStatus == domain.ItemArchived {
+		action = domain.ActionArchiveItem
+	}
+	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, StatusCandidateID: in.StatusCandidateID,
+		Fields: map[string]any{"to_status": in.ToStatus, "effective_at": eff.UTC().Format(time.RFC3339)}}, nil
 }
 
 // ProposeBuyerNotificationInput is the input of trove_propose_buyer_notification.
@@ -200,6 +258,19 @@ func proposeBuyerNotification() Tool {
 		"propose_buyer_notification"), draftBuyerNotification)
 }
 
+func draftBuyerNotification(in ProposeBuyerNotificationInput) (domain.ProposalDraft, error) {
+	if (in.ItemID == "") == (in.SaleID == "") {
+		return domain.ProposalDraft{}, domain.Invalid("item_id", "give exactly one of item_id or sale_id")
+	}
+	id := in.ItemID
+	if id == "" {
+		id = in.SaleID
+	}
+	t, v := one(id, in.ExpectedVersion)
+	return domain.ProposalDraft{Action: domain.ActionBuyerNotify, TargetIDs: t, ExpectedVersions: v,
+		Fields: map[string]any{"audience": in.Audience, "channels": in.Channels, "message_template": domain.CleanText(in.MessageTemplate)}}, nil
+}
+
 // ProposeIdentityBindingInput is the input of trove_propose_identity_binding.
 type ProposeIdentityBindingInput struct {
 	WriteCommon
@@ -214,6 +285,15 @@ func proposeIdentityBinding() Tool {
 		"trove_propose_identity_binding", "Propose binding or releasing a QR tag",
 		"Propose binding a printed QR tag to an item so checkout can scan it, or releasing it, bound to the item's version. Executed by trove_bind_item_identity or trove_release_item_identity; releasing a tag from a sold or pending-pickup item needs explicit seller approval."+proposalFooter,
 		"propose_identity_binding"), draftIdentityBinding)
+}
+
+func draftIdentityBinding(in ProposeIdentityBindingInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	action := domain.ActionBindIdentity
+	if in.Action == "release" {
+		action = domain.ActionReleaseIdentity
+	}
+	return domain.ProposalDraft{Action: action, TargetIDs: t, ExpectedVersions: v, Fields: map[string]any{"qr_code": in.QRCode}}, nil
 }
 
 // ProposeDispositionActionInput is the input of trove_propose_disposition_action.
@@ -234,6 +314,18 @@ func proposeDispositionAction() Tool {
 		"propose_disposition_action"), draftDisposition)
 }
 
+func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, error) {
+	t, v := many(in.ItemIDs, in.ExpectedVersions)
+	f := map[string]any{"action": in.Action}
+	if in.Counterparty != "" {
+		f["counterparty"] = domain.CleanLine(in.Counterparty)
+	}
+	if in.OfferCents != nil {
+		f["offer_cents"] = float64(*in.OfferCents)
+	}
+	return domain.ProposalDraft{Action: domain.ActionDisposition, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
+}
+
 // ProposeExportDeliveryInput is the input of trove_propose_export_delivery.
 type ProposeExportDeliveryInput struct {
 	WriteCommon
@@ -245,6 +337,11 @@ func proposeExportDelivery() Tool {
 		"trove_propose_export_delivery", "Propose delivering an export",
 		"Propose delivering a staged export to its outside channel (eBay, Facebook Marketplace, Etsy, CSV file), bound to the staged snapshot and the item versions it was taken at. Executed by trove_deliver_export and needs explicit seller approval. Lists nothing externally by itself."+proposalFooter,
 		"propose_export_delivery"), draftExportDelivery)
+}
+
+func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ExportID, 1) // a staged snapshot never changes; its items' versions are bound by the store
+	return domain.ProposalDraft{Action: domain.ActionExportDelivery, TargetIDs: t, ExpectedVersions: v}, nil
 }
 
 // GetProposalInput is the input of trove_get_proposal.

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -50,6 +51,25 @@ func TestRegistry_EveryProposalToolProposesARegistryAction(t *testing.T) {
 		}
 		if !slices.ContainsFunc(domain.Actions(), func(a domain.ActionSpec) bool { return a.ProposalTool == tool.Name }) {
 			t.Errorf("%s proposes no action of the registry", tool.Name)
+		}
+	}
+}
+
+// A proposal tool's description names the controlled tool that executes
+// each action it proposes, and that tool's description names the proposal
+// tool: the text a model reads cannot drift from the registry.
+func TestRegistry_DescriptionsNameTheRegistrysTools(t *testing.T) {
+	for _, a := range domain.Actions() {
+		p, _ := Lookup(a.ProposalTool)
+		x, _ := Lookup(a.Tool)
+		if p == nil || x == nil {
+			t.Fatalf("%s: %s or %s missing from the catalog", a.Action, a.ProposalTool, a.Tool)
+		}
+		if !strings.Contains(p.Definition.Description, a.Tool) {
+			t.Errorf("%s's description does not name %s, which executes %s", a.ProposalTool, a.Tool, a.Action)
+		}
+		if !strings.Contains(x.Definition.Description, a.ProposalTool) {
+			t.Errorf("%s's description does not name %s, which proposes %s", a.Tool, a.ProposalTool, a.Action)
 		}
 	}
 }
