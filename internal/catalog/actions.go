@@ -6,6 +6,21 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
+// controlledActions are the §16 controlled actions.
+var controlledActions = []func() Tool{
+	executeCandidatePromotion,
+	publishItem,
+	publishSale,
+	updateItemStatus,
+	applyBulkItemUpdate,
+	notifyMatchedBuyers,
+	bindItemIdentity,
+	releaseItemIdentity,
+	applyDispositionAction,
+	deliverExport,
+	archiveItem,
+}
+
 // Controlled actions (spec §16) execute an approved proposal through the
 // existing P5/P6 domain function. Their input is the proposal id and an
 // idempotency key, nothing else: no argument can carry authority (no

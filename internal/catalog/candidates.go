@@ -12,6 +12,20 @@ import (
 	"github.com/triunalabs/trovesnap/internal/ingest"
 )
 
+// candidateWrites are the §13 candidate and draft writes (here, csv.go and drafts.go).
+var candidateWrites = []func() Tool{
+	createCandidate,
+	attachCandidatePhoto,
+	runManualImport,
+	mapCSVColumns,
+	previewCSVImport,
+	applyCSVImport,
+	draftListingCopy,
+	stageExport,
+	createStatusUpdateCandidate,
+	createMediaAttachmentCandidate,
+}
+
 // CreateCandidateInput is the input of trove_create_candidate.
 type CreateCandidateInput struct {
 	WriteCommon

@@ -6,67 +6,10 @@ import (
 	"sync"
 )
 
-// constructors is THE ordered list of tools; All() builds from it.
-var constructors = []func() Tool{
-	// §11 public reads (public.go).
-	searchMarketplace,
-	getPublicSale,
-	getPublicItem,
-	resolvePublicQR,
-
-	// §12 scoped reads (reads.go); trove_demand_signals is the §12.1
-	// compatibility name of trove_get_demand_signals.
-	listSales,
-	getSale,
-	listItems,
-	getItem,
-	listCandidates,
-	getCandidate,
-	demandSignals,
-	getDemandSignals,
-	listImportRuns,
-	getImportRun,
-	listStatusEvents,
-	listLabelBatches,
-	getDispositionQueue,
-
-	// §13 candidate and draft writes (candidates.go, csv.go, drafts.go).
-	createCandidate,
-	attachCandidatePhoto,
-	runManualImport,
-	mapCSVColumns,
-	previewCSVImport,
-	applyCSVImport,
-	draftListingCopy,
-	stageExport,
-	createStatusUpdateCandidate,
-	createMediaAttachmentCandidate,
-
-	// §14 proposals (proposals.go), and the read of one.
-	proposeCandidatePromotion,
-	proposeItemPublication,
-	proposeSalePublication,
-	proposeBulkItemUpdate,
-	proposeStatusTransition,
-	proposeBuyerNotification,
-	proposeIdentityBinding,
-	proposeDispositionAction,
-	proposeExportDelivery,
-	getProposal,
-
-	// §16 controlled actions (actions.go).
-	executeCandidatePromotion,
-	publishItem,
-	publishSale,
-	updateItemStatus,
-	applyBulkItemUpdate,
-	notifyMatchedBuyers,
-	bindItemIdentity,
-	releaseItemIdentity,
-	applyDispositionAction,
-	deliverExport,
-	archiveItem,
-}
+// constructors is every tool; All() builds from it. Each file declares the
+// list of its own tier beside the definitions, so adding a tool touches
+// only the file that defines it.
+var constructors = slices.Concat(publicReads, scopedReads, candidateWrites, proposals, controlledActions)
 
 var (
 	allOnce sync.Once

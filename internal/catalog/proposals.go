@@ -7,6 +7,20 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
+// proposals are the §14 proposal tools, and the read of one proposal.
+var proposals = []func() Tool{
+	proposeCandidatePromotion,
+	proposeItemPublication,
+	proposeSalePublication,
+	proposeBulkItemUpdate,
+	proposeStatusTransition,
+	proposeBuyerNotification,
+	proposeIdentityBinding,
+	proposeDispositionAction,
+	proposeExportDelivery,
+	getProposal,
+}
+
 // Proposal tools (spec §14) build an immutable action proposal: exact
 // targets, the versions read, exact changes, estimated impact, validation
 // and the approval the execution will need. Creating a proposal changes no

@@ -7,6 +7,14 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
+// publicReads are the §11 public reads.
+var publicReads = []func() Tool{
+	searchMarketplace,
+	getPublicSale,
+	getPublicItem,
+	resolvePublicQR,
+}
+
 // Public tools (spec §11) answer anyone, through public-safe views only:
 // published sales and items, published photos, the sale's address-reveal
 // policy at the time of the call, never a seller-internal field. They need

@@ -7,6 +7,24 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
+// scopedReads are the §12 scoped reads; trove_demand_signals is the §12.1 compatibility name of
+// trove_get_demand_signals.
+var scopedReads = []func() Tool{
+	listSales,
+	getSale,
+	listItems,
+	getItem,
+	listCandidates,
+	getCandidate,
+	demandSignals,
+	getDemandSignals,
+	listImportRuns,
+	getImportRun,
+	listStatusEvents,
+	listLabelBatches,
+	getDispositionQueue,
+}
+
 var bothModes = []domain.Mode{domain.ModeMock, domain.ModeLive}
 
 // SaleView is a sale as its own tenant sees it.
