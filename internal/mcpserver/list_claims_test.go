@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -62,24 +61,13 @@ func pagedTools(t *testing.T) map[string]string {
 // the domain's.
 func TestListTools_DescriptionsTellTheTruth(t *testing.T) {
 	e := readsEnv(t)
-	// How to call each paged tool on the fixtures and find its rows. Only
-	// what the catalog cannot say lives here; a paged tool missing from this
-	// table fails the test.
-	lists := map[string]struct {
-		args  map[string]any
-		rows  string // the data field holding the page's rows
-		id    string // the row field (dotted) holding the row's id
-		table string // where the order column lives
-	}{
-		"trove_search_marketplace":    {args: map[string]any{}, rows: "hits"},
-		"trove_list_sales":            {rows: "sales", id: "id", table: "estate_sales"},
-		"trove_list_items":            {rows: "items", id: "id", table: "items"},
-		"trove_list_candidates":       {rows: "candidates", id: "id", table: "inventory_candidates"},
-		"trove_list_import_runs":      {rows: "runs", id: "id", table: "import_runs"},
-		"trove_get_import_run":        {args: map[string]any{"run_id": "run_848"}, rows: "records", id: "id", table: "source_records"},
-		"trove_list_status_events":    {rows: "events", id: "id", table: "item_status_events"},
-		"trove_list_label_batches":    {rows: "batches", id: "id", table: "label_batches"},
-		"trove_get_disposition_queue": {args: map[string]any{"sale_id": fixtures.ClosedSaleID}, rows: "entries", id: "item.id", table: "items"},
+	// How to call each paged tool and find its rows: readExamples
+	// (examples_test.go); a paged tool without rows there fails the test.
+	lists := map[string]readExample{}
+	for name, ex := range readExamples {
+		if ex.rows != "" {
+			lists[name] = ex
+		}
 	}
 	db, err := sql.Open("sqlite", "file:"+e.path+"?mode=ro")
 	if err != nil {
@@ -96,7 +84,7 @@ func TestListTools_DescriptionsTellTheTruth(t *testing.T) {
 	for name, cursorField := range paged {
 		l, ok := lists[name]
 		if !ok {
-			t.Errorf("%s returns a page: say here how to call it", name)
+			t.Errorf("%s returns a page: say how to call it and where its rows are in readExamples (examples_test.go)", name)
 			continue
 		}
 		tool, _ := catalog.Lookup(name)

@@ -233,14 +233,9 @@ func page0Projection(t testing.TB, cs *mcp.ClientSession) string {
 // against the output schema it advertises.
 func TestReads_EnvelopesMatchAdvertisedSchemas(t *testing.T) {
 	e := readsEnv(t)
-	calls := map[string]map[string]any{
-		"trove_search_marketplace": {"query": "chair"}, "trove_get_public_sale": {"sale_id": fixtures.LiveSaleID},
-		"trove_get_public_item": {"item_id": fixtures.DemoItemID}, "trove_resolve_public_qr": {"qr_code": "QR-221-0001"},
-		"trove_list_sales": {}, "trove_get_sale": {"sale_id": fixtures.PublishedSaleID}, "trove_list_items": {"limit": 5},
-		"trove_get_item": {"item_id": fixtures.DemoItemID}, "trove_list_candidates": {}, "trove_get_candidate": {"candidate_id": fixtures.DemoCandidateID},
-		"trove_get_demand_signals": {}, "trove_list_import_runs": {}, "trove_get_import_run": {"run_id": "run_848"},
-		"trove_list_status_events": {"limit": 5}, "trove_list_label_batches": {}, "trove_get_disposition_queue": {"sale_id": fixtures.ClosedSaleID},
-		"trove_demand_signals": {},
+	calls := map[string]map[string]any{}
+	for name, ex := range readExamples {
+		calls[name] = ex.args
 	}
 	prop := callOn(t, e.cs, "trove_propose_candidate_promotion", map[string]any{"candidate_id": fixtures.DemoCandidateID, "expected_version": 3,
 		"idempotency_key": "reads-schema-prop-0001"}, nil)
@@ -251,7 +246,7 @@ func TestReads_EnvelopesMatchAdvertisedSchemas(t *testing.T) {
 	// Every read of the catalog is called: a new read cannot slip past.
 	for _, name := range slices.Concat(toolsOfTier(catalog.TierPublicRead), toolsOfTier(catalog.TierTenantRead)) {
 		if _, ok := calls[name]; !ok {
-			t.Errorf("%s: say here how to call it", name)
+			t.Errorf("%s: say how to call it in readExamples (examples_test.go)", name)
 		}
 	}
 	seen := map[string]bool{}
