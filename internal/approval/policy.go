@@ -24,7 +24,7 @@ var humanOnly = map[string]string{
 
 // BroadBulkLimit is the largest target set a policy may authorise at once;
 // anything broader is a broad bulk change and stays human-only (§18.2).
-const BroadBulkLimit = 20
+const BroadBulkLimit = domain.BroadBulkLimit
 
 // PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
 // some policy could).
