@@ -97,8 +97,36 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 		t.Errorf("page_limit(-1): %v", err)
 	}
 
+	for _, n := range []int{0, 1, domain.MaxSearchPageSize - 1, domain.MaxSearchPageSize, domain.MaxSearchPageSize + 1,
+		domain.MaxPageSize, domain.MaxPageSize + 1} {
+		want, _ := domain.PageLimit(n)
+		want = min(want, domain.MaxSearchPageSize)
+		if got := query("SELECT trovesnap.search_page_limit($1)", n).(int32); int(got) != want {
+			t.Errorf("search_page_limit(%d) = %d, domain %d", n, got, want)
+		}
+	}
+	if _, err := conn.Exec(ctx, "SELECT trovesnap.search_page_limit(-1)"); err == nil || !strings.Contains(err.Error(), "invalid_input:limit") {
+		t.Errorf("search_page_limit(-1): %v", err)
+	}
+	for fn, want := range map[string]int{"search_max_terms": domain.MaxSearchTerms, "broad_bulk_limit": domain.BroadBulkLimit} {
+		if got := query("SELECT trovesnap." + fn + "()").(int32); int(got) != want {
+			t.Errorf("%s() = %d, domain %d", fn, got, want)
+		}
+	}
+	for _, st := range statuses {
+		want, public := domain.PublicItemStatus(st)
+		if got, _ := query("SELECT trovesnap.public_item_status($1)", st).(string); got != want || public != (got != "") {
+			t.Errorf("public_item_status(%q) = %q, domain %q (%v)", st, got, want, public)
+		}
+	}
+
 	for fn, want := range map[string][]string{"item_statuses": domain.ItemStatuses(), "sale_statuses": domain.SaleStatuses(),
-		"proposal_statuses": domain.ProposalStatuses()} {
+		"proposal_statuses": domain.ProposalStatuses(), "public_sale_statuses": domain.PublicSaleStatuses,
+		"public_item_statuses": domain.PublicItemStatuses(), "reportable_statuses": domain.ReportableStatuses,
+		"status_sources": domain.StatusSources(), "grant_statuses": domain.GrantStatuses(), "grant_issuers": domain.GrantIssuers(),
+		"policy_statuses": domain.PolicyStatuses(), "client_statuses": domain.ClientStatuses(),
+		"review_statuses": domain.ReviewStatuses(), "label_batch_statuses": domain.LabelBatchStatuses(),
+		"disposition_sale_statuses": domain.DispositionSaleStatuses(), "unsold_item_statuses": domain.UnsoldItemStatuses()} {
 		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
 			t.Errorf("%s() = %v, domain %v", fn, got, want)
 		}
