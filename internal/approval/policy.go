@@ -103,8 +103,8 @@ func EvaluatePolicy(pol domain.Policy, p domain.Proposal, tool string, usage dom
 // what it could never authorise.
 func ValidatePolicy(pol domain.Policy) error {
 	switch {
-	case pol.Name == "" || len(pol.Name) > 100:
-		return domain.Invalid("name", "required, at most 100 characters")
+	case pol.Name == "" || len(pol.Name) > domain.MaxPolicyNameLen:
+		return domain.Invalid("name", fmt.Sprintf("required, at most %d characters", domain.MaxPolicyNameLen))
 	case len(pol.AllowedTools) == 0:
 		return domain.Invalid("allowed_tools", "name at least one controlled tool")
 	case len(pol.Scope.EstateSaleIDs) == 0:

@@ -210,6 +210,9 @@ const (
 // broad bulk change and stays human-only (§18.2).
 const BroadBulkLimit = 20
 
+// MaxPolicyNameLen bounds the name of an automation policy, in characters.
+const MaxPolicyNameLen = 100
+
 // PolicyScope narrows a policy to sales.
 type PolicyScope struct {
 	EstateSaleIDs []string `json:"estate_sale_ids"`
