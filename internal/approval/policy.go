@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -103,7 +104,7 @@ func EvaluatePolicy(pol domain.Policy, p domain.Proposal, tool string, usage dom
 // what it could never authorise.
 func ValidatePolicy(pol domain.Policy) error {
 	switch {
-	case pol.Name == "" || len(pol.Name) > domain.MaxPolicyNameLen:
+	case pol.Name == "" || utf8.RuneCountInString(pol.Name) > domain.MaxPolicyNameLen:
 		return domain.Invalid("name", fmt.Sprintf("required, at most %d characters", domain.MaxPolicyNameLen))
 	case len(pol.AllowedTools) == 0:
 		return domain.Invalid("allowed_tools", "name at least one controlled tool")
