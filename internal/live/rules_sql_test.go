@@ -108,7 +108,9 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT trovesnap.search_page_limit(-1)"); err == nil || !strings.Contains(err.Error(), "invalid_input:limit") {
 		t.Errorf("search_page_limit(-1): %v", err)
 	}
-	for fn, want := range map[string]int{"search_max_terms": domain.MaxSearchTerms, "broad_bulk_limit": domain.BroadBulkLimit} {
+	for fn, want := range map[string]int{"search_max_terms": domain.MaxSearchTerms, "broad_bulk_limit": domain.BroadBulkLimit,
+		"policy_name_max": domain.MaxPolicyNameLen, "max_import_rows": domain.MaxImportRows, "max_listed_ids": domain.MaxListedIDs,
+		"max_related_ids": domain.MaxRelatedIDs} {
 		if got := query("SELECT trovesnap." + fn + "()").(int32); int(got) != want {
 			t.Errorf("%s() = %d, domain %d", fn, got, want)
 		}

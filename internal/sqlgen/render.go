@@ -22,7 +22,8 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"search_page_limit", "search_max_terms", "broad_bulk_limit", "public_item_status",
 	"public_sale_statuses", "public_item_statuses", "reportable_statuses", "status_sources",
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
-	"disposition_sale_statuses", "unsold_item_statuses"}
+	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
+	"max_related_ids"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -180,25 +181,13 @@ CREATE OR REPLACE FUNCTION trovesnap.search_page_limit(p_limit integer) RETURNS 
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT least(trovesnap.page_limit(p_limit), %d) $$;
 
--- search_max_terms: the most words a marketplace query may have
--- (domain.MaxSearchTerms).
-CREATE OR REPLACE FUNCTION trovesnap.search_max_terms() RETURNS integer
-    LANGUAGE sql IMMUTABLE
-    AS $$ SELECT %d $$;
-
--- broad_bulk_limit: the most targets a policy may authorise at once, so the
--- most items per run a policy may allow (domain.BroadBulkLimit, §18.2).
-CREATE OR REPLACE FUNCTION trovesnap.broad_bulk_limit() RETURNS integer
-    LANGUAGE sql IMMUTABLE
-    AS $$ SELECT %d $$;
-
 -- public_item_status: the status a buyer sees for an item status
 -- (domain.PublicItemStatus); NULL for an item that is not public.
 CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
         SELECT CASE p_status
-`, domain.MaxSearchPageSize, domain.MaxSearchTerms, domain.BroadBulkLimit)
+`, domain.MaxSearchPageSize)
 	known := map[string]bool{}
 	for _, st := range domain.ItemStatuses() {
 		known[st] = true
@@ -211,6 +200,28 @@ CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS t
 		w("            WHEN %s THEN %s\n", lit(st), lit(pub))
 	}
 	w("        END\n    $$;\n")
+
+	for _, c := range []struct {
+		name, what string
+		n          int
+	}{
+		{"search_max_terms", "the most words a marketplace query may have\n-- (domain.MaxSearchTerms)", domain.MaxSearchTerms},
+		{"broad_bulk_limit", "the most targets a policy may authorise at once, so\n-- the most items per run a policy may allow (domain.BroadBulkLimit, §18.2)", domain.BroadBulkLimit},
+		{"policy_name_max", "the most characters of a policy name\n-- (domain.MaxPolicyNameLen)", domain.MaxPolicyNameLen},
+		{"max_import_rows", "the most data rows of one import (domain.MaxImportRows)", domain.MaxImportRows},
+		{"max_listed_ids", "the most ids an import result lists (domain.MaxListedIDs)", domain.MaxListedIDs},
+		{"max_related_ids", "the most ids of each related-record list of an\n-- import's event (domain.MaxRelatedIDs)", domain.MaxRelatedIDs},
+	} {
+		if c.n <= 0 {
+			return nil, fmt.Errorf("%s: %d is no bound", c.name, c.n)
+		}
+		w(`
+-- %s: %s.
+CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %d $$;
+`, c.name, c.what, c.name, c.n)
+	}
 
 	for _, s := range []struct {
 		name, what string
