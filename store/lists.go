@@ -25,12 +25,6 @@ const (
 // reaches rows added meanwhile and never repeats one. The id breaks ties, so
 // the order is total and deterministic.
 
-var (
-	saleStatuses   = []string{domain.SaleDraft, domain.SalePublished, domain.SaleLive, domain.SaleClosed, domain.SaleArchived}
-	itemStatuses   = []string{domain.ItemDraft, domain.ItemReady, domain.ItemPublished, domain.ItemOnHold, domain.ItemPendingPickup, domain.ItemSold, domain.ItemWithdrawn, domain.ItemArchived}
-	reviewStatuses = []string{domain.ReviewNeedsReview, domain.ReviewApproved, domain.ReviewRejected, domain.ReviewPromoted}
-)
-
 // where accumulates a conjunction of SQL conditions and their arguments.
 // Every condition is a constant string; values are always bound.
 type where struct {
@@ -122,7 +116,7 @@ const saleCols = `id, tenant_id, title, status, visibility, city, region, postal
 // ListSales lists the sales of the principal's tenant in (starts_at, id) order.
 func (s *Store) ListSales(ctx context.Context, p domain.Principal, q domain.SaleQuery) (domain.Page[domain.Sale], error) {
 	var page domain.Page[domain.Sale]
-	limit, err := listPrelude(p, q.Limit, "status", q.Status, saleStatuses)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, domain.SaleStatuses())
 	if err != nil {
 		return page, err
 	}
@@ -226,7 +220,7 @@ func (s *Store) ListItems(ctx context.Context, p domain.Principal, q domain.Item
 // the extras inc asks for, read in the same snapshot as the page.
 func (s *Store) ListItemDetails(ctx context.Context, p domain.Principal, q domain.ItemQuery, inc domain.ItemIncludes) (domain.Page[domain.ItemDetail], error) {
 	var page domain.Page[domain.ItemDetail]
-	limit, err := listPrelude(p, q.Limit, "status", q.Status, itemStatuses)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, domain.ItemStatuses())
 	if err != nil {
 		return page, err
 	}
@@ -354,7 +348,7 @@ const candidateCols = `id, tenant_id, sale_id, kind, title, description, categor
 // (created_at, id) order.
 func (s *Store) ListCandidates(ctx context.Context, p domain.Principal, q domain.CandidateQuery) (domain.Page[domain.Candidate], error) {
 	var page domain.Page[domain.Candidate]
-	limit, err := listPrelude(p, q.Limit, "review_status", q.ReviewStatus, reviewStatuses)
+	limit, err := listPrelude(p, q.Limit, "review_status", q.ReviewStatus, domain.ReviewStatuses())
 	if err != nil {
 		return page, err
 	}

@@ -18,15 +18,6 @@ import (
 // principal is not assigned to is ErrSaleAssignment, a list holds only
 // assigned sales. Each runs in one read snapshot.
 
-var (
-	labelBatchStatuses = []string{domain.LabelBatchDraft, domain.LabelBatchPrinted, domain.LabelBatchRetired}
-	// unsoldStatuses are the items a closed sale leaves for disposition:
-	// still for sale, or held for a buyer who never paid.
-	unsoldStatuses = []string{domain.ItemPublished, domain.ItemOnHold}
-	// closedSaleStatuses are the sales whose unsold items await disposition.
-	closedSaleStatuses = []string{domain.SaleClosed, domain.SaleArchived}
-)
-
 // assignedSales restricts a list to the principal's assigned sales when its
 // membership is sale-scoped. Rows without a sale (NULL) fall outside the IN
 // list, so a scoped principal never sees them either.
@@ -455,7 +446,7 @@ func (s *Store) recordCandidates(ctx context.Context, tx *sql.Tx, tenantID strin
 // newest first: keyset on (effective_at, id) descending.
 func (s *Store) ListStatusEvents(ctx context.Context, p domain.Principal, q domain.StatusEventQuery) (domain.Page[domain.StatusEvent], error) {
 	var page domain.Page[domain.StatusEvent]
-	limit, err := listPrelude(p, q.Limit, "to_status", q.ToStatus, itemStatuses)
+	limit, err := listPrelude(p, q.Limit, "to_status", q.ToStatus, domain.ItemStatuses())
 	if err != nil {
 		return page, err
 	}
@@ -548,7 +539,7 @@ func (s *Store) checkItem(ctx context.Context, q queryRower, p domain.Principal,
 // names it (items.qr_code is the one record of binding).
 func (s *Store) ListLabelBatches(ctx context.Context, p domain.Principal, q domain.LabelBatchQuery) (domain.Page[domain.LabelBatchSummary], error) {
 	var page domain.Page[domain.LabelBatchSummary]
-	limit, err := listPrelude(p, q.Limit, "status", q.Status, labelBatchStatuses)
+	limit, err := listPrelude(p, q.Limit, "status", q.Status, domain.LabelBatchStatuses())
 	if err != nil {
 		return page, err
 	}
@@ -631,7 +622,8 @@ func (s *Store) DispositionQueue(ctx context.Context, p domain.Principal, q doma
 	var w where
 	w.add("tenant_id = ?", p.TenantID)
 	w.add("sale_id = ?", q.SaleID)
-	w.add("status IN "+placeholders(len(unsoldStatuses)), anyArgs(unsoldStatuses)...)
+	unsold := domain.UnsoldItemStatuses()
+	w.add("status IN "+placeholders(len(unsold)), anyArgs(unsold)...)
 	if q.Room != "" {
 		w.add("room = ?", q.Room)
 	}
@@ -646,7 +638,7 @@ func (s *Store) DispositionQueue(ctx context.Context, p domain.Principal, q doma
 		if err := tx.QueryRowContext(ctx, "SELECT status, ends_at FROM estate_sales WHERE id = ?", q.SaleID).Scan(&status, &ends); err != nil {
 			return s.dbErr("disposition queue: sale", err)
 		}
-		if !slices.Contains(closedSaleStatuses, status) {
+		if !slices.Contains(domain.DispositionSaleStatuses(), status) {
 			return nil
 		}
 		queuedAt, err := parseTS(ends)

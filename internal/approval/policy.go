@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
 // BroadBulkLimit is the largest target set a policy may authorise at once;
 // anything broader is a broad bulk change and stays human-only (§18.2).
-const BroadBulkLimit = 20
+const BroadBulkLimit = domain.BroadBulkLimit
 
 // PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
 // some policy could).
@@ -92,8 +93,8 @@ func EvaluatePolicy(pol domain.Policy, p domain.Proposal, tool string, usage dom
 // what it could never authorise.
 func ValidatePolicy(pol domain.Policy) error {
 	switch {
-	case pol.Name == "" || len(pol.Name) > 100:
-		return domain.Invalid("name", "required, at most 100 characters")
+	case pol.Name == "" || utf8.RuneCountInString(pol.Name) > domain.MaxPolicyNameLen:
+		return domain.Invalid("name", fmt.Sprintf("required, at most %d characters", domain.MaxPolicyNameLen))
 	case len(pol.AllowedTools) == 0:
 		return domain.Invalid("allowed_tools", "name at least one controlled tool")
 	case len(pol.Scope.EstateSaleIDs) == 0:

@@ -190,6 +190,14 @@ const (
 	PolicyRevoked  = "revoked"
 )
 
+// BroadBulkLimit is the largest target set a policy may authorise at once,
+// and so the most items per run a policy may allow; anything broader is a
+// broad bulk change and stays human-only (§18.2).
+const BroadBulkLimit = 20
+
+// MaxPolicyNameLen bounds the name of an automation policy, in characters.
+const MaxPolicyNameLen = 100
+
 // PolicyScope narrows a policy to sales.
 type PolicyScope struct {
 	EstateSaleIDs []string `json:"estate_sale_ids"`

@@ -343,6 +343,14 @@ type ImportRunDetail struct {
 	RecordsNextCursor string
 }
 
+// DispositionSaleStatuses are the sales whose unsold items await a
+// disposition decision: the sale is over.
+func DispositionSaleStatuses() []string { return []string{SaleClosed, SaleArchived} }
+
+// UnsoldItemStatuses are the items a closed sale leaves for disposition:
+// still for sale, or held for a buyer who never paid.
+func UnsoldItemStatuses() []string { return []string{ItemPublished, ItemOnHold} }
+
 // DispositionQuery names a sale whose disposition queue to list.
 type DispositionQuery struct {
 	SaleID string

@@ -33,6 +33,37 @@ func ProposalStatuses() []string {
 	return []string{ProposalPending, ProposalApproved, ProposalDenied, ProposalExpired, ProposalExecuted}
 }
 
+// GrantStatuses lists the statuses a grant is stored with. GrantExpired
+// is never stored: a read derives it from the expiry.
+func GrantStatuses() []string {
+	return []string{GrantActive, GrantConsumed, GrantRevoked}
+}
+
+// GrantIssuers lists who may issue a grant.
+func GrantIssuers() []string {
+	return []string{IssuerHuman, IssuerPolicy}
+}
+
+// PolicyStatuses lists every automation policy status.
+func PolicyStatuses() []string {
+	return []string{PolicyDisabled, PolicyActive, PolicyRevoked}
+}
+
+// ClientStatuses lists every MCP client status.
+func ClientStatuses() []string {
+	return []string{ClientActive, ClientPending, ClientSuspended, ClientRevoked}
+}
+
+// ReviewStatuses lists every review status of an inventory candidate.
+func ReviewStatuses() []string {
+	return []string{ReviewNeedsReview, ReviewApproved, ReviewRejected, ReviewPromoted}
+}
+
+// LabelBatchStatuses lists every status of a label batch.
+func LabelBatchStatuses() []string {
+	return []string{LabelBatchDraft, LabelBatchPrinted, LabelBatchRetired}
+}
+
 // Permissions lists every permission some role grants, sorted.
 func Permissions() []string {
 	var out []string

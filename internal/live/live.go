@@ -23,7 +23,7 @@ var _ domain.Backend = (*Backend)(nil)
 // SchemaVersion is the migration version of supabase/migrations this
 // release expects (mcp_schema_version() must answer it); a test keeps it in
 // step with the files.
-const SchemaVersion = 22
+const SchemaVersion = 26
 
 // DefaultTimeout bounds one RPC round trip.
 const DefaultTimeout = 10 * time.Second

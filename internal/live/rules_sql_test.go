@@ -97,8 +97,38 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 		t.Errorf("page_limit(-1): %v", err)
 	}
 
+	for _, n := range []int{0, 1, domain.MaxSearchPageSize - 1, domain.MaxSearchPageSize, domain.MaxSearchPageSize + 1,
+		domain.MaxPageSize, domain.MaxPageSize + 1} {
+		want, _ := domain.PageLimit(n)
+		want = min(want, domain.MaxSearchPageSize)
+		if got := query("SELECT trovesnap.search_page_limit($1)", n).(int32); int(got) != want {
+			t.Errorf("search_page_limit(%d) = %d, domain %d", n, got, want)
+		}
+	}
+	if _, err := conn.Exec(ctx, "SELECT trovesnap.search_page_limit(-1)"); err == nil || !strings.Contains(err.Error(), "invalid_input:limit") {
+		t.Errorf("search_page_limit(-1): %v", err)
+	}
+	for fn, want := range map[string]int{"search_max_terms": domain.MaxSearchTerms, "broad_bulk_limit": domain.BroadBulkLimit,
+		"policy_name_max": domain.MaxPolicyNameLen, "max_import_rows": domain.MaxImportRows, "max_listed_ids": domain.MaxListedIDs,
+		"max_related_ids": domain.MaxRelatedIDs} {
+		if got := query("SELECT trovesnap." + fn + "()").(int32); int(got) != want {
+			t.Errorf("%s() = %d, domain %d", fn, got, want)
+		}
+	}
+	for _, st := range statuses {
+		want, public := domain.PublicItemStatus(st)
+		if got, _ := query("SELECT trovesnap.public_item_status($1)", st).(string); got != want || public != (got != "") {
+			t.Errorf("public_item_status(%q) = %q, domain %q (%v)", st, got, want, public)
+		}
+	}
+
 	for fn, want := range map[string][]string{"item_statuses": domain.ItemStatuses(), "sale_statuses": domain.SaleStatuses(),
-		"proposal_statuses": domain.ProposalStatuses()} {
+		"proposal_statuses": domain.ProposalStatuses(), "public_sale_statuses": domain.PublicSaleStatuses,
+		"public_item_statuses": domain.PublicItemStatuses(), "reportable_statuses": domain.ReportableStatuses,
+		"status_sources": domain.StatusSources(), "grant_statuses": domain.GrantStatuses(), "grant_issuers": domain.GrantIssuers(),
+		"policy_statuses": domain.PolicyStatuses(), "client_statuses": domain.ClientStatuses(),
+		"review_statuses": domain.ReviewStatuses(), "label_batch_statuses": domain.LabelBatchStatuses(),
+		"disposition_sale_statuses": domain.DispositionSaleStatuses(), "unsold_item_statuses": domain.UnsoldItemStatuses()} {
 		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
 			t.Errorf("%s() = %v, domain %v", fn, got, want)
 		}
@@ -110,36 +140,103 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 // in the functions and constraints the database runs.
 func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
 	conn := superConn(t, pgtest.Need(t))
-	for fn, call := range map[string]string{
-		"mcp_execute_proposal":   "trovesnap.tool_perms(p_tool)",
-		"seller_validate_policy": "trovesnap.policy_may(v)",
-		"mcp_list_sales":         "trovesnap.sale_statuses()",
-		"mcp_list_items":         "trovesnap.item_statuses()",
-		"mcp_list_status_events": "trovesnap.item_statuses()",
-		"seller_list_proposals":  "trovesnap.proposal_statuses()",
+	// A copy of a rule: a status list (two of its values, quoted and
+	// adjacent), a public status name, or a bound of the marketplace or
+	// of a policy as a number.
+	copies := []string{"'trove_publish_item'", "'pending_pickup', 'sold'", "'live', 'closed'", "'approved', 'rejected'",
+		"'published', 'live'", "'published', 'on_hold'", "'closed', 'archived'", "'draft', 'printed'", "'needs_review', 'approved'",
+		"'available'", ", 50)", "> 8 ", "at most 8", "> 20 ", "and 20'", "> 10000", "<= 500", "> 500", "<= 100", "1:100]",
+		"'name') > 100", "'required, at most 100"}
+	for fn, calls := range map[string][]string{
+		"mcp_execute_proposal":   {"trovesnap.tool_perms(p_tool)"},
+		"seller_validate_policy": {"trovesnap.policy_may(v)", "trovesnap.broad_bulk_limit()", "trovesnap.policy_name_max()"},
+		"mcp_list_sales":         {"trovesnap.sale_statuses()"},
+		"mcp_list_items":         {"trovesnap.item_statuses()"},
+		"mcp_list_status_events": {"trovesnap.item_statuses()"},
+		"seller_list_proposals":  {"trovesnap.proposal_statuses()"},
+		"public_item_json":       {"trovesnap.public_item_status(i.status)"},
+		"public_item_where":      {"trovesnap.public_item_statuses()", "trovesnap.public_sale_statuses()"},
+		"mcp_public_sale":        {"trovesnap.public_sale_statuses()"},
+		"mcp_search_marketplace": {"trovesnap.search_page_limit(p_limit)", "trovesnap.search_max_terms()", "trovesnap.public_sale_statuses()"},
+		"mcp_list_candidates":    {"trovesnap.review_statuses()"},
+		"mcp_list_label_batches": {"trovesnap.label_batch_statuses()"},
+		"mcp_disposition_queue":  {"trovesnap.disposition_sale_statuses()", "trovesnap.unsold_item_statuses()"},
+		"mcp_run_import": {"trovesnap.reportable_statuses()", "trovesnap.max_import_rows()", "trovesnap.max_listed_ids()",
+			"trovesnap.max_related_ids()"},
+		"mcp_create_status_report": {"trovesnap.reportable_statuses()"},
 	} {
 		var src string
 		if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE proname = $1", fn).Scan(&src); err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
-		if !strings.Contains(src, call) || strings.Contains(src, "'trove_publish_item'") || strings.Contains(src, "'pending_pickup', 'sold'") ||
-			strings.Contains(src, "'live', 'closed'") || strings.Contains(src, "'approved', 'rejected'") {
-			t.Errorf("%s does not call %s, or still lists a rule itself", fn, call)
+		for _, call := range calls {
+			if !strings.Contains(src, call) {
+				t.Errorf("%s does not call %s", fn, call)
+			}
+		}
+		for _, c := range copies {
+			if strings.Contains(src, c) {
+				t.Errorf("%s still spells out a rule itself: %s", fn, c)
+			}
 		}
 	}
-	rows, err := conn.Query(ctx, `SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint
-		WHERE conname IN ('estate_sales_status_check', 'items_status_check', 'item_status_events_from_status_check',
-		                  'item_status_events_to_status_check', 'proposals_status_check') ORDER BY 1`)
+
+	// The public context's row level security names the generated lists.
+	rows, err := conn.Query(ctx, `SELECT tablename || ': ' || qual FROM pg_policies
+		WHERE schemaname = 'trovesnap' AND policyname = 'public_read' AND tablename IN ('estate_sales', 'items') ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(defs) != 5 {
-		t.Fatalf("constraints %v, %v", defs, err)
+	quals, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(quals) != 2 {
+		t.Fatalf("public_read policies %v, %v", quals, err)
 	}
-	for _, d := range defs {
-		if !strings.Contains(d, "_statuses()") {
-			t.Errorf("%s: not the generated list", d)
+	for _, q := range quals {
+		if !strings.Contains(q, "public_sale_statuses()") || strings.Contains(q, "'published'") {
+			t.Errorf("%s: not the generated list", q)
 		}
+	}
+	if !strings.Contains(quals[1], "public_item_statuses()") {
+		t.Errorf("%s: not the generated list", quals[1])
+	}
+
+	checks := map[string]string{
+		"estate_sales_status_check":                    "sale_statuses()",
+		"items_status_check":                           "item_statuses()",
+		"item_status_events_from_status_check":         "item_statuses()",
+		"item_status_events_to_status_check":           "item_statuses()",
+		"proposals_status_check":                       "proposal_statuses()",
+		"candidate_item_changes_reported_status_check": "reportable_statuses()",
+		"item_status_events_source_type_check":         "status_sources()",
+		"approval_grants_status_check":                 "grant_statuses()",
+		"approval_grants_issuer_type_check":            "grant_issuers()",
+		"automation_policies_status_check":             "policy_statuses()",
+		"mcp_clients_status_check":                     "client_statuses()",
+		"inventory_candidates_review_status_check":     "review_statuses()",
+		"label_batches_status_check":                   "label_batch_statuses()",
+	}
+	rows, err = conn.Query(ctx, `SELECT conname, pg_get_constraintdef(oid), convalidated FROM pg_constraint
+		WHERE connamespace = 'trovesnap'::regnamespace AND contype = 'c'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for rows.Next() {
+		var (
+			name, def string
+			valid     bool
+		)
+		if err := rows.Scan(&name, &def, &valid); err != nil {
+			t.Fatal(err)
+		}
+		if fn, ok := checks[name]; ok {
+			seen++
+			if !strings.Contains(def, "trovesnap."+fn) || !valid {
+				t.Errorf("%s: %s (validated %v): not the generated list", name, def, valid)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil || seen != len(checks) {
+		t.Fatalf("found %d of the %d status constraints, %v", seen, len(checks), err)
 	}
 }

@@ -18,7 +18,12 @@ const GeneratedSuffix = "_trovesnap_domain_rules.sql"
 
 // Functions names the functions Render defines, in order.
 var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_perm", "can_transition", "page_limit",
-	"item_statuses", "sale_statuses", "proposal_statuses"}
+	"item_statuses", "sale_statuses", "proposal_statuses",
+	"search_page_limit", "search_max_terms", "broad_bulk_limit", "public_item_status",
+	"public_sale_statuses", "public_item_statuses", "reportable_statuses", "status_sources",
+	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
+	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
+	"max_related_ids"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -162,6 +167,86 @@ $$;
 	} {
 		w(`
 -- %s: every status of %s.
+CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+`, s.name, s.what, s.name, array(s.list))
+	}
+
+	w(`
+-- search_page_limit: a marketplace page's size from the caller's limit:
+-- page_limit, then at most domain.MaxSearchPageSize (public callers get
+-- smaller pages than sellers).
+CREATE OR REPLACE FUNCTION trovesnap.search_page_limit(p_limit integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT least(trovesnap.page_limit(p_limit), %d) $$;
+
+-- public_item_status: the status a buyer sees for an item status
+-- (domain.PublicItemStatus); NULL for an item that is not public.
+CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE p_status
+`, domain.MaxSearchPageSize)
+	known := map[string]bool{}
+	for _, st := range domain.ItemStatuses() {
+		known[st] = true
+	}
+	for _, st := range domain.PublicItemStatuses() {
+		pub, ok := domain.PublicItemStatus(st)
+		if !ok || !known[st] {
+			return nil, fmt.Errorf("public item status %q: not an item status with a public name", st)
+		}
+		w("            WHEN %s THEN %s\n", lit(st), lit(pub))
+	}
+	w("        END\n    $$;\n")
+
+	for _, c := range []struct {
+		name, what string
+		n          int
+	}{
+		{"search_max_terms", "the most words a marketplace query may have\n-- (domain.MaxSearchTerms)", domain.MaxSearchTerms},
+		{"broad_bulk_limit", "the most targets a policy may authorise at once, so\n-- the most items per run a policy may allow (domain.BroadBulkLimit, §18.2)", domain.BroadBulkLimit},
+		{"policy_name_max", "the most characters of a policy name\n-- (domain.MaxPolicyNameLen)", domain.MaxPolicyNameLen},
+		{"max_import_rows", "the most data rows of one import (domain.MaxImportRows)", domain.MaxImportRows},
+		{"max_listed_ids", "the most ids an import result lists (domain.MaxListedIDs)", domain.MaxListedIDs},
+		{"max_related_ids", "the most ids of each related-record list of an\n-- import's event (domain.MaxRelatedIDs)", domain.MaxRelatedIDs},
+	} {
+		if c.n <= 0 {
+			return nil, fmt.Errorf("%s: %d is no bound", c.name, c.n)
+		}
+		w(`
+-- %s: %s.
+CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %d $$;
+`, c.name, c.what, c.name, c.n)
+	}
+
+	for _, s := range []struct {
+		name, what string
+		list       []string
+	}{
+		{"public_sale_statuses", "the sale statuses a buyer may see (domain.PublicSaleStatuses)", domain.PublicSaleStatuses},
+		{"public_item_statuses", "the item statuses a buyer may see (domain.PublicItemStatuses)", domain.PublicItemStatuses()},
+		{"reportable_statuses", "what a status report may claim (domain.ReportableStatuses)", domain.ReportableStatuses},
+		{"status_sources", "every source of a status event (domain.StatusSources)", domain.StatusSources()},
+		{"grant_statuses", "what a grant is stored with (domain.GrantStatuses)", domain.GrantStatuses()},
+		{"grant_issuers", "who may issue a grant (domain.GrantIssuers)", domain.GrantIssuers()},
+		{"policy_statuses", "every status of a policy (domain.PolicyStatuses)", domain.PolicyStatuses()},
+		{"client_statuses", "every status of an MCP client (domain.ClientStatuses)", domain.ClientStatuses()},
+		{"review_statuses", "every review status of a candidate (domain.ReviewStatuses)", domain.ReviewStatuses()},
+		{"label_batch_statuses", "every status of a label batch (domain.LabelBatchStatuses)", domain.LabelBatchStatuses()},
+		{"disposition_sale_statuses", "sales whose unsold items await disposition (domain.DispositionSaleStatuses)",
+			domain.DispositionSaleStatuses()},
+		{"unsold_item_statuses", "what a closed sale leaves for disposition (domain.UnsoldItemStatuses)",
+			domain.UnsoldItemStatuses()},
+	} {
+		if len(s.list) == 0 {
+			return nil, fmt.Errorf("%s: empty list", s.name)
+		}
+		w(`
+-- %s: %s.
 CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT %s $$;
