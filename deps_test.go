@@ -32,12 +32,13 @@ var allowedImports = map[string][]string{
 	"internal/approval":          {},
 	"internal/audit":             {},
 	"internal/mcpserver":         {"internal/gate", "internal/catalog"},
-	"internal/live":              {},
+	"internal/live":              {"supabase"},
 	"internal/live/pgtest":       {},                  // test support: a PostgreSQL cluster and a PostgREST-like endpoint
 	"internal/contract":          {"fixtures"},        // test support: the one Backend contract suite
 	"internal/sqlgen":            {},                  // the SQL of the domain rules, generated for supabase/migrations
 	"internal/sqlgen/cmd/sqlgen": {"internal/sqlgen"}, // go generate ./internal/sqlgen
 	"store":                      {},
+	"supabase":                   {}, // the record of the live migrations (migrations.sum), embedded
 	"tui":                        {"internal/approval"},
 	"fixtures":                   {},
 	"fixtures/internal/build":    {},

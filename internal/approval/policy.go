@@ -9,10 +9,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// BroadBulkLimit is the largest target set a policy may authorise at once;
-// anything broader is a broad bulk change and stays human-only (§18.2).
-const BroadBulkLimit = domain.BroadBulkLimit
-
 // PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
 // some policy could).
 func PolicyHumanOnlyReason(p domain.Proposal) string {
@@ -28,8 +24,8 @@ func PolicyHumanOnlyReason(p domain.Proposal) string {
 	if p.Impact.EstimatedCostUSD > 0 {
 		return "paid work is never authorised by a policy"
 	}
-	if len(p.TargetIDs) > BroadBulkLimit {
-		return fmt.Sprintf("more than %d targets is a broad bulk change", BroadBulkLimit)
+	if len(p.TargetIDs) > domain.BroadBulkLimit {
+		return fmt.Sprintf("more than %d targets is a broad bulk change", domain.BroadBulkLimit)
 	}
 	for _, c := range p.Changes {
 		if c.Field == "price_cents" || c.Field == "price" {
@@ -99,8 +95,8 @@ func ValidatePolicy(pol domain.Policy) error {
 		return domain.Invalid("allowed_tools", "name at least one controlled tool")
 	case len(pol.Scope.EstateSaleIDs) == 0:
 		return domain.Invalid("scope.estate_sale_ids", "a policy must be scoped to named sales")
-	case pol.Conditions.MaxItemsPerRun < 1 || pol.Conditions.MaxItemsPerRun > BroadBulkLimit:
-		return domain.Invalid("conditions.maximum_items_per_run", fmt.Sprintf("between 1 and %d", BroadBulkLimit))
+	case pol.Conditions.MaxItemsPerRun < 1 || pol.Conditions.MaxItemsPerRun > domain.BroadBulkLimit:
+		return domain.Invalid("conditions.maximum_items_per_run", fmt.Sprintf("between 1 and %d", domain.BroadBulkLimit))
 	case len(pol.Conditions.PermittedFields) == 0:
 		return domain.Invalid("conditions.permitted_fields", "name the fields the policy may change")
 	case pol.Limits.MaxDailyActions < 1:

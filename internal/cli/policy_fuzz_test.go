@@ -116,7 +116,7 @@ func FuzzPolicyFile(f *testing.F) {
 			t.Fatalf("name of %d bytes accepted", len(pol.Name))
 		case len(pol.AllowedTools) == 0 || len(pol.Scope.EstateSaleIDs) == 0 || len(pol.Conditions.PermittedFields) == 0:
 			t.Fatalf("an unscoped policy accepted: %+v", pol)
-		case pol.Conditions.MaxItemsPerRun < 1 || pol.Conditions.MaxItemsPerRun > approval.BroadBulkLimit || pol.Limits.MaxDailyActions < 1:
+		case pol.Conditions.MaxItemsPerRun < 1 || pol.Conditions.MaxItemsPerRun > domain.BroadBulkLimit || pol.Limits.MaxDailyActions < 1:
 			t.Fatalf("limits out of range accepted: %+v", pol)
 		case pol.Limits.MaxCostUSDPerDay != 0:
 			t.Fatalf("a paid policy accepted: %+v", pol.Limits)

@@ -15,15 +15,16 @@ import (
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/supabase"
 )
 
 // The Backend implements the Backend contract; this fails the build if it drifts.
 var _ domain.Backend = (*Backend)(nil)
 
 // SchemaVersion is the migration version of supabase/migrations this
-// release expects (mcp_schema_version() must answer it); a test keeps it in
-// step with the files.
-const SchemaVersion = 26
+// release expects (mcp_schema_version() must answer it): the number of
+// migrations recorded in supabase/migrations.sum, so never kept by hand.
+var SchemaVersion = supabase.SchemaVersion()
 
 // DefaultTimeout bounds one RPC round trip.
 const DefaultTimeout = 10 * time.Second

@@ -32,7 +32,7 @@ func run(dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "sqlgen: wrote %s; set live.SchemaVersion to %d\n", name, len(ms))
+		fmt.Fprintf(os.Stderr, "sqlgen: wrote %s (schema version %d)\n", name, len(ms))
 	}
 	added, err := sqlgen.Record(migrations, filepath.Join(dir, "migrations.sum"))
 	for _, a := range added {
