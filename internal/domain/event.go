@@ -10,6 +10,11 @@ const (
 	OutcomeFailed   = "failed"
 )
 
+// Outcomes lists every event outcome.
+func Outcomes() []string {
+	return []string{OutcomeSuccess, OutcomeReplayed, OutcomeBlocked, OutcomeFailed}
+}
+
 // Related lists the records a call touched or referenced. Every list is
 // always present (never null) in envelopes and events.
 type Related struct {

@@ -9,8 +9,6 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-var outcomes = []string{domain.OutcomeSuccess, domain.OutcomeReplayed, domain.OutcomeBlocked, domain.OutcomeFailed}
-
 // CreateCandidate runs the P5 candidate chain in ONE database transaction
 // (mcp_create_inventory_candidate): replay or conflict on the idempotency
 // key first, then the client's status, membership and permission, the sale
@@ -79,7 +77,7 @@ func validateEvent(e domain.Event) error {
 	if e.ID == "" {
 		return fmt.Errorf("live: event without id: %w", domain.ErrInvalidInput)
 	}
-	if !slices.Contains(outcomes, e.Outcome) {
+	if !slices.Contains(domain.Outcomes(), e.Outcome) {
 		return fmt.Errorf("live: event %s: outcome %q: %w", e.ID, e.Outcome, domain.ErrInvalidInput)
 	}
 	return nil
