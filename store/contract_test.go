@@ -25,6 +25,7 @@ func TestContract_Store(t *testing.T) {
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		}
+		seededCopy(t, path, ds, domain.NewFixedClock(fixtures.Epoch)) // seeded once per process (seeded_copy_test.go)
 		s := open(t)
 		return contract.Instance{
 			Backend: s,

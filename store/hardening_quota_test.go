@@ -21,8 +21,8 @@ import (
 // own secret) refuses it, and reopening the same file keeps the secret.
 func TestHardening_CursorFromAnotherDatabaseIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	a := openAt(t, filepath.Join(dir, "a.db"))
-	b := openAt(t, filepath.Join(dir, "b.db"))
+	a := openAt(t, filepath.Join(dir, "a.db"), freshlySeeded)
+	b := openAt(t, filepath.Join(dir, "b.db"), freshlySeeded)
 	p := principal(t, a, "")
 	page, err := a.ListItems(context.Background(), p, domain.ItemQuery{Limit: 1})
 	if err != nil || page.NextCursor == "" {

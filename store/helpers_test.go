@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,6 +146,9 @@ func openAt(t *testing.T, path string, mod ...func(*Options)) *Store {
 	opts := Options{Clock: domain.NewFixedClock(epoch), IDs: domain.NewSeqIDs(), Seed: &ds}
 	for _, m := range mod {
 		m(&opts)
+	}
+	if _, err := os.Stat(path); len(mod) == 0 && errors.Is(err, fs.ErrNotExist) {
+		seededCopy(t, path, ds, opts.Clock) // the same seeded file, made once (seeded_copy_test.go)
 	}
 	s, err := Open(context.Background(), path, opts)
 	if err != nil {
