@@ -52,7 +52,7 @@ func wantCursorRefused(t *testing.T, e *env, what, cursor string) {
 // with the old public scheme, a real one with a byte flipped, and a real one
 // from another database file are refused; a real one still pages.
 func TestHardening_CursorsAreSignedPerDatabase(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, withFreshSeed())
 	first, next, res := itemsPage(t, e, map[string]any{"limit": 2})
 	if len(first) != 2 || next == "" {
 		t.Fatalf("first page: %s", res.raw)
@@ -74,6 +74,6 @@ func TestHardening_CursorsAreSignedPerDatabase(t *testing.T) {
 	}
 	wantCursorRefused(t, e, "flipped byte", string(b))
 	// Another database file (another secret), same fixtures.
-	other := newEnv(t)
+	other := newEnv(t, withFreshSeed())
 	wantCursorRefused(t, other, "another database's cursor", next)
 }

@@ -33,6 +33,7 @@ type envConfig struct {
 	credential string
 	path       string
 	mode       domain.Mode
+	fresh      bool // seed the file rather than copy the template (seeded_copy_test.go)
 }
 
 func withCredential(c string) envOpt { return func(o *envConfig) { o.credential = c } }
@@ -46,6 +47,9 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	}
 	if cfg.path == "" {
 		cfg.path = filepath.Join(t.TempDir(), "trovesnap.db")
+		if !cfg.fresh {
+			seededCopy(t, cfg.path, cfg.mode)
+		}
 	}
 	ctx := context.Background()
 	seed := fixtures.Dataset()
