@@ -224,7 +224,7 @@ func (s *Store) AttachCandidateMedia(ctx context.Context, p domain.Principal, w 
 			return res, rel, fmt.Errorf("store: candidate %s: %w", in.CandidateID, domain.ErrSaleAssignment)
 		}
 		if review != domain.ReviewNeedsReview {
-			return res, rel, fmt.Errorf("store: candidate %s is %s: photos are attached only while it awaits review: %w", in.CandidateID, review, domain.ErrTransitionInvalid)
+			return res, rel, fmt.Errorf("store: %w", domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s: photos are attached only while it awaits review", in.CandidateID, review))
 		}
 		if kind == domain.CandidateStatusUpdate {
 			return res, rel, domain.Invalid("candidate_id", "a status report takes no photos")

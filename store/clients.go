@@ -203,7 +203,7 @@ func (s *Store) SetClientStatus(ctx context.Context, id, status, by string) (dom
 			return err
 		}
 		if !slices.Contains(clientTransitions[c.Status], status) {
-			return fmt.Errorf("client %s is %s and cannot become %s: %w", id, c.Status, status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "client %s is %s and cannot become %s", id, c.Status, status)
 		}
 		if by == "" {
 			by = c.CreatedBy
@@ -241,7 +241,7 @@ func (s *Store) mayManage(ctx context.Context, tx *sql.Tx, c domain.Client, by s
 	case role == "":
 		return domain.UnknownRef("client", c.ID, true)
 	case !(domain.Principal{Role: role}).Has(domain.PermClientManage):
-		return fmt.Errorf("%s (%s) may not manage clients: %w", by, role, domain.ErrPermissionDenied)
+		return domain.Because(domain.ErrPermissionDenied, "%s (%s) may not manage clients", by, role)
 	}
 	return nil
 }
@@ -263,10 +263,10 @@ func (s *Store) RotateCredential(ctx context.Context, id, by string) (domain.Cli
 			return err
 		}
 		if c.Status == domain.ClientRevoked {
-			return fmt.Errorf("client %s is revoked: %w", id, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "client %s is revoked", id)
 		}
 		if c.Demo {
-			return fmt.Errorf("the mock demo client has no credential: %w", domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "the mock demo client has no credential")
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE mcp_clients SET credential_hash = ? WHERE id = ?", CredentialHash(token), id); err != nil {
 			return s.dbErr("rotate credential", err)

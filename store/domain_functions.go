@@ -110,7 +110,7 @@ func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Prin
 		return s.dbErr("deliver export", err)
 	}
 	if n, _ := r.RowsAffected(); n != 1 {
-		return fmt.Errorf("export %s is no longer staged: %w", prop.TargetIDs[0], domain.ErrTransitionInvalid)
+		return domain.Because(domain.ErrTransitionInvalid, "export %s is no longer staged", prop.TargetIDs[0])
 	}
 	res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: "simulated"})
 	for _, ev := range prop.ExpectedVersions[1:] {
@@ -123,7 +123,7 @@ func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Prin
 // publishItemTarget publishes one item that is still ready to publish.
 func (s *Store) publishItemTarget(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, _ map[string]any, now time.Time) (int, error) {
 	if missing := domain.PublicationReadiness(it); len(missing) > 0 || it.Status != domain.ItemReady {
-		return 0, fmt.Errorf("item %s is no longer ready to publish: %w", it.ID, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s is no longer ready to publish", it.ID)
 	}
 	return s.appendInventoryStatusEvent(ctx, tx, prop, it, domain.ItemPublished, ts(now), "seller_approved", now)
 }
@@ -151,7 +151,7 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 		return "", s.dbErr("promote: candidate", err)
 	}
 	if kind != domain.CandidateNewItem || (review != domain.ReviewNeedsReview && review != domain.ReviewApproved) {
-		return "", fmt.Errorf("candidate %s is %s: %w", cid, review, domain.ErrTransitionInvalid)
+		return "", domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s", cid, review)
 	}
 	f := map[string]string{}
 	for _, c := range prop.Changes {
@@ -181,7 +181,7 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 // payment or a price.
 func (s *Store) appendInventoryStatusEvent(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, to, effectiveAt, source string, now time.Time) (int, error) {
 	if !domain.CanTransition(it.Status, to) {
-		return 0, fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s cannot go from %s to %s", it.ID, it.Status, to)
 	}
 	if effectiveAt == "" {
 		effectiveAt = ts(now)
@@ -217,7 +217,7 @@ func (s *Store) publishSale(ctx context.Context, tx *sql.Tx, prop domain.Proposa
 		return 0, s.dbErr("publish sale", err)
 	}
 	if st != domain.SaleDraft {
-		return 0, fmt.Errorf("sale %s is %s: %w", id, st, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "sale %s is %s", id, st)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE estate_sales SET status = 'published', visibility = 'public', version = version + 1, updated_at = ? WHERE id = ?", ts(now), id); err != nil {
 		return 0, s.dbErr("publish sale", err)
@@ -229,7 +229,7 @@ func (s *Store) publishSale(ctx context.Context, tx *sql.Tx, prop domain.Proposa
 // price_cents), keeping field-level history.
 func (s *Store) updateItemFields(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
 	if it.Status == domain.ItemSold || it.Status == domain.ItemArchived || it.Status == domain.ItemPendingPickup {
-		return 0, fmt.Errorf("item %s is %s: %w", it.ID, it.Status, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s is %s", it.ID, it.Status)
 	}
 	cols := map[string]string{"room": "room", "category": "category", "title": "title", "description": "description", "price_cents": "price_cents"}
 	for field, to := range changes {
@@ -301,13 +301,13 @@ func (s *Store) applyDispositionAction(ctx context.Context, tx *sql.Tx, prop dom
 	var had string
 	switch err := tx.QueryRowContext(ctx, "SELECT action FROM item_dispositions WHERE item_id = ?", it.ID).Scan(&had); {
 	case err == nil:
-		return 0, fmt.Errorf("item %s already has a disposition (%s): %w", it.ID, had, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s already has a disposition (%s)", it.ID, had)
 	case !errors.Is(err, sql.ErrNoRows):
 		return 0, s.dbErr("disposition", err)
 	}
 	steps := domain.DispositionSteps(it.Status, to)
 	if steps == nil {
-		return 0, fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, domain.ErrTransitionInvalid)
+		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s cannot go from %s to %s", it.ID, it.Status, to)
 	}
 	var v int
 	for _, step := range steps { // withdrawn from sale first when it must be
@@ -334,7 +334,7 @@ func (s *Store) ApproveStatusImport(ctx context.Context, tenantID, candidateID, 
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermItemUpdateStatus) {
-			return fmt.Errorf("%s may not approve status imports: %w", actorID, domain.ErrPermissionDenied)
+			return domain.Because(domain.ErrPermissionDenied, "%s may not approve status imports", actorID)
 		}
 		r, err := tx.ExecContext(ctx, `UPDATE inventory_candidates SET review_status = 'approved', version = version + 1
 			WHERE tenant_id = ? AND id = ? AND kind = 'status_update' AND review_status = 'needs_review'`, tenantID, candidateID)
@@ -342,7 +342,7 @@ func (s *Store) ApproveStatusImport(ctx context.Context, tenantID, candidateID, 
 			return s.dbErr("approve status import", err)
 		}
 		if n, _ := r.RowsAffected(); n != 1 {
-			return fmt.Errorf("no status_update candidate %s awaiting review: %w", candidateID, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "no status_update candidate %s awaiting review", candidateID)
 		}
 		return nil
 	})
@@ -352,7 +352,7 @@ func (s *Store) ApproveStatusImport(ctx context.Context, tenantID, candidateID, 
 // day. It is an item-status operation, never payment processing.
 func (s *Store) RecordCheckoutScan(ctx context.Context, p domain.Principal, qrCode string) (string, error) {
 	if !p.Has(domain.PermCheckoutScan) {
-		return "", fmt.Errorf("%s may not scan: %w", p.ActorID, domain.ErrPermissionDenied)
+		return "", domain.Because(domain.ErrPermissionDenied, "%s may not scan", p.ActorID)
 	}
 	var itemID string
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
@@ -384,7 +384,7 @@ func (s *Store) CreatePublicAppraisalLink(ctx context.Context, p domain.Principa
 			return err
 		}
 		if it.Status != domain.ItemPublished {
-			return fmt.Errorf("item %s is %s: only published items get a public link: %w", itemID, it.Status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "item %s is %s: only published items get a public link", itemID, it.Status)
 		}
 		_, err = tx.ExecContext(ctx, "INSERT INTO public_appraisal_links (id, tenant_id, item_id, sale_id, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
 			id, p.TenantID, itemID, it.SaleID, p.ActorID, ts(s.clock.Now()))
@@ -404,12 +404,12 @@ func (s *Store) checkTagFree(ctx context.Context, tx *sql.Tx, tenantID, code, it
 		return s.dbErr("qr label", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
+		return domain.Because(domain.ErrTransitionInvalid, "tag %s is not one of your printed labels", code)
 	}
 	var other string
 	err := tx.QueryRowContext(ctx, "SELECT id FROM items WHERE qr_code = ? AND id <> ?", code, itemID).Scan(&other)
 	if err == nil {
-		return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
+		return domain.Because(domain.ErrTransitionInvalid, "tag %s is bound to another item", code)
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return s.dbErr("qr lookup", err)

@@ -36,15 +36,15 @@ func (s *Store) ExecuteProposal(ctx context.Context, p domain.Principal, w domai
 		}
 		switch {
 		case prop.Hash != auth.ProposalHash || auth.ProposalHash == "":
-			return res, domain.Related{}, fmt.Errorf("proposal %s: %w", prop.ID, domain.ErrProposalChanged)
+			return res, domain.Related{}, domain.Because(domain.ErrProposalChanged, "proposal %s", prop.ID)
 		case prop.Status == domain.ProposalExecuted:
-			return res, domain.Related{}, fmt.Errorf("proposal %s was already executed: %w", prop.ID, domain.ErrApprovalConsumed)
+			return res, domain.Related{}, domain.Because(domain.ErrApprovalConsumed, "proposal %s was already executed", prop.ID)
 		case prop.Status == domain.ProposalDenied:
-			return res, domain.Related{}, fmt.Errorf("proposal %s was rejected: %w", prop.ID, domain.ErrApprovalInvalid)
+			return res, domain.Related{}, domain.Because(domain.ErrApprovalInvalid, "proposal %s was rejected", prop.ID)
 		case !now.Before(prop.ExpiresAt):
-			return res, domain.Related{}, fmt.Errorf("proposal %s expired: %w", prop.ID, domain.ErrApprovalExpired)
+			return res, domain.Related{}, domain.Because(domain.ErrApprovalExpired, "proposal %s expired", prop.ID)
 		case prop.Tool.Name != w.Idem.Tool:
-			return res, domain.Related{}, fmt.Errorf("proposal %s is for %s: %w", prop.ID, prop.Tool.Name, domain.ErrApprovalInvalid)
+			return res, domain.Related{}, domain.Because(domain.ErrApprovalInvalid, "proposal %s is for %s", prop.ID, prop.Tool.Name)
 		}
 		// Only the client that proposed it, for the same actor, executes it.
 		if err := domain.RequireRequester(p, prop); err != nil {
@@ -101,7 +101,7 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 	case auth.GrantID != "":
 		g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantCols+" FROM approval_grants WHERE id = ?", auth.GrantID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return "", fmt.Errorf("grant %s: %w", auth.GrantID, domain.ErrApprovalInvalid)
+			return "", domain.Because(domain.ErrApprovalInvalid, "grant %s", auth.GrantID)
 		}
 		if err != nil {
 			return "", s.dbErr("load grant", err)
@@ -110,15 +110,15 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 		// the same row; RequireRequester refused any other principal above.
 		switch {
 		case g.TenantID != prop.TenantID || g.ProposalID != prop.ID || g.Tool != prop.Tool.Name:
-			return "", fmt.Errorf("grant %s is for another proposal: %w", g.ID, domain.ErrApprovalInvalid)
+			return "", domain.Because(domain.ErrApprovalInvalid, "grant %s is for another proposal", g.ID)
 		case g.ProposalHash != prop.Hash:
-			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrProposalChanged)
+			return "", domain.Because(domain.ErrProposalChanged, "grant %s", g.ID)
 		case g.Status == domain.GrantRevoked:
-			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalRevoked)
+			return "", domain.Because(domain.ErrApprovalRevoked, "grant %s", g.ID)
 		case g.Status == domain.GrantConsumed:
-			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalConsumed)
+			return "", domain.Because(domain.ErrApprovalConsumed, "grant %s", g.ID)
 		case !now.Before(g.ExpiresAt):
-			return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalExpired)
+			return "", domain.Because(domain.ErrApprovalExpired, "grant %s", g.ID)
 		}
 		if g.SingleUse {
 			r, err := tx.ExecContext(ctx, "UPDATE approval_grants SET status = 'consumed', consumed_at = ? WHERE id = ? AND status = 'active'", ts(now), g.ID)
@@ -126,32 +126,32 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 				return "", s.dbErr("consume grant", err)
 			}
 			if n, _ := r.RowsAffected(); n != 1 {
-				return "", fmt.Errorf("grant %s: %w", g.ID, domain.ErrApprovalConsumed)
+				return "", domain.Because(domain.ErrApprovalConsumed, "grant %s", g.ID)
 			}
 		}
 		return g.ID, nil
 	case auth.PolicyID != "":
 		pol, err := scanPolicy(tx.QueryRowContext(ctx, "SELECT "+policyCols+" FROM automation_policies WHERE id = ?", auth.PolicyID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return "", fmt.Errorf("policy %s: %w", auth.PolicyID, domain.ErrApprovalInvalid)
+			return "", domain.Because(domain.ErrApprovalInvalid, "policy %s", auth.PolicyID)
 		}
 		if err != nil {
 			return "", s.dbErr("load policy", err)
 		}
 		switch {
 		case pol.TenantID != prop.TenantID || !slices.Contains(pol.AllowedTools, prop.Tool.Name):
-			return "", fmt.Errorf("policy %s does not cover this proposal: %w", pol.ID, domain.ErrApprovalInvalid)
+			return "", domain.Because(domain.ErrApprovalInvalid, "policy %s does not cover this proposal", pol.ID)
 		case pol.Status == domain.PolicyRevoked:
-			return "", fmt.Errorf("policy %s was revoked: %w", pol.ID, domain.ErrApprovalRevoked)
+			return "", domain.Because(domain.ErrApprovalRevoked, "policy %s was revoked", pol.ID)
 		case pol.Status != domain.PolicyActive || pol.Version != auth.PolicyVersion:
-			return "", fmt.Errorf("policy %s changed (now v%d, %s): %w", pol.ID, pol.Version, pol.Status, domain.ErrApprovalRevoked)
+			return "", domain.Because(domain.ErrApprovalRevoked, "policy %s changed (now v%d, %s)", pol.ID, pol.Version, pol.Status)
 		}
 		u, err := s.policyUsage(ctx, tx, pol.ID, now)
 		if err != nil {
 			return "", err
 		}
 		if u.ActionsToday+1 > pol.Limits.MaxDailyActions || u.CostToday+prop.Impact.EstimatedCostUSD > pol.Limits.MaxCostUSDPerDay {
-			return "", fmt.Errorf("policy %s reached its daily limit: %w", pol.ID, domain.ErrApprovalRequired)
+			return "", domain.Because(domain.ErrApprovalRequired, "policy %s reached its daily limit", pol.ID)
 		}
 		// A policy authorisation is a distinguishable grant record, consumed at once.
 		g := domain.Grant{
@@ -170,7 +170,7 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 		}
 		return g.ID, nil
 	}
-	return "", fmt.Errorf("no grant or policy: %w", domain.ErrApprovalRequired)
+	return "", domain.Because(domain.ErrApprovalRequired, "no grant or policy")
 }
 
 // runDomainFunction runs the proposal's domain function (domainFunctions).

@@ -89,11 +89,11 @@ func (s *Store) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, e
 		now := s.clock.Now()
 		switch {
 		case prop.Hash != g.ProposalHash:
-			return fmt.Errorf("proposal %s changed: %w", prop.ID, domain.ErrProposalChanged)
+			return domain.Because(domain.ErrProposalChanged, "proposal %s changed", prop.ID)
 		case prop.Status != domain.ProposalPending:
-			return fmt.Errorf("proposal %s is %s: %w", prop.ID, prop.Status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "proposal %s is %s", prop.ID, prop.Status)
 		case !now.Before(prop.ExpiresAt):
-			return fmt.Errorf("proposal %s expired: %w", prop.ID, domain.ErrApprovalExpired)
+			return domain.Because(domain.ErrApprovalExpired, "proposal %s expired", prop.ID)
 		case g.Tool != prop.Tool.Name:
 			return domain.Invalid("tool", "a grant is for the proposal's own tool")
 		case g.BoundTo != (domain.Requester{}) && g.BoundTo != prop.RequestedBy:
@@ -105,7 +105,7 @@ func (s *Store) IssueGrant(ctx context.Context, g domain.Grant) (domain.Grant, e
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
-			return fmt.Errorf("%s may not approve: %w", g.IssuedBy.ActorID, domain.ErrPermissionDenied)
+			return domain.Because(domain.ErrPermissionDenied, "%s may not approve", g.IssuedBy.ActorID)
 		}
 		// A grant never allows more than the daily paid budgets.
 		budgets, err := s.costBudgets(ctx, tx, g.TenantID, prop.RequestedBy.ClientID, now)
@@ -177,14 +177,14 @@ func (s *Store) DenyProposal(ctx context.Context, tenantID, proposalID, actorID,
 			return s.dbErr("deny: proposal", err)
 		}
 		if prop.Status != domain.ProposalPending {
-			return fmt.Errorf("proposal %s is %s: %w", prop.ID, prop.Status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "proposal %s is %s", prop.ID, prop.Status)
 		}
 		role, err := s.roleIn(ctx, tx, tenantID, actorID)
 		if err != nil {
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
-			return fmt.Errorf("%s may not decide: %w", actorID, domain.ErrPermissionDenied)
+			return domain.Because(domain.ErrPermissionDenied, "%s may not decide", actorID)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET status = ?, status_reason = ?, decided_by = ? WHERE id = ?",
 			domain.ProposalDenied, reason, actorID, prop.ID); err != nil {
@@ -234,7 +234,7 @@ func (s *Store) RevokeGrant(ctx context.Context, tenantID, grantID, actorID stri
 			return s.dbErr("revoke grant", err)
 		}
 		if g.Status != domain.GrantActive {
-			return fmt.Errorf("grant %s is %s: %w", g.ID, g.Status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "grant %s is %s", g.ID, g.Status)
 		}
 		now := s.clock.Now()
 		if _, err := tx.ExecContext(ctx, "UPDATE approval_grants SET status = 'revoked', revoked_at = ?, revoked_by = ? WHERE id = ?", ts(now), actorID, g.ID); err != nil {
@@ -264,7 +264,7 @@ func (s *Store) CreatePolicy(ctx context.Context, pol domain.Policy) (domain.Pol
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermPolicyManage) {
-			return fmt.Errorf("%s may not manage policies: %w", pol.CreatedBy, domain.ErrPermissionDenied)
+			return domain.Because(domain.ErrPermissionDenied, "%s may not manage policies", pol.CreatedBy)
 		}
 		for _, sale := range pol.Scope.EstateSaleIDs {
 			if err := s.checkRef(ctx, tx, "estate_sales", "scope.estate_sale_ids", sale, pol.TenantID); err != nil {
@@ -402,7 +402,7 @@ func (s *Store) SetPolicyStatus(ctx context.Context, id, status, actorID string)
 			return err
 		}
 		if !(domain.Principal{Role: role}).Has(domain.PermPolicyManage) {
-			return fmt.Errorf("%s may not manage policies: %w", actorID, domain.ErrPermissionDenied)
+			return domain.Because(domain.ErrPermissionDenied, "%s may not manage policies", actorID)
 		}
 		allowed := policyTransitions[p.Status]
 		ok := false
@@ -410,7 +410,7 @@ func (s *Store) SetPolicyStatus(ctx context.Context, id, status, actorID string)
 			ok = ok || a == status
 		}
 		if !ok {
-			return fmt.Errorf("policy %s is %s and cannot become %s: %w", id, p.Status, status, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "policy %s is %s and cannot become %s", id, p.Status, status)
 		}
 		p.Status, p.Version, p.UpdatedAt = status, p.Version+1, s.clock.Now()
 		out = p

@@ -132,7 +132,7 @@ type ResetResult struct {
 func (s *Store) Reset(ctx context.Context, ds domain.Dataset, by string) (ResetResult, error) {
 	var res ResetResult
 	if s.mode == domain.ModeLive {
-		return res, fmt.Errorf("store: reset is a mock-mode operation: %w", domain.ErrPermissionDenied)
+		return res, fmt.Errorf("store: %w", domain.Because(domain.ErrPermissionDenied, "reset is a mock-mode operation"))
 	}
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res = ResetResult{}

@@ -37,7 +37,7 @@ type Decision struct {
 // proposal_changed.
 func Resolve(now time.Time, tool string, principal domain.Principal, p domain.Proposal, grants []domain.Grant, policies []domain.Policy, usage map[string]domain.PolicyUsage) Decision {
 	block := func(decision string, sentinel error, reason string) Decision {
-		return Decision{Decision: decision, Err: fmt.Errorf("%s: %w", reason, sentinel), Reason: reason}
+		return Decision{Decision: decision, Err: domain.Because(sentinel, "%s", reason), Reason: reason}
 	}
 	if p.Tool.Name != tool {
 		return block(DecisionBlocked, domain.ErrApprovalInvalid, fmt.Sprintf("proposal %s is executed by %s, not %s", p.ID, p.Tool.Name, tool))
@@ -100,7 +100,9 @@ func Resolve(now time.Time, tool string, principal domain.Principal, p domain.Pr
 // RequireRequester, any principal but p's requester.
 func checkGrant(now time.Time, tool string, p domain.Proposal, g domain.Grant) Decision {
 	bad := func(decision string, sentinel error, reason string) Decision {
-		return Decision{Decision: decision, Err: fmt.Errorf("grant %s: %s: %w", g.ID, reason, sentinel), Reason: reason}
+		// The grant's id is part of the reason a model sees: with several
+		// grants, it says which one failed.
+		return Decision{Decision: decision, Err: domain.Because(sentinel, "grant %s: %s", g.ID, reason), Reason: reason}
 	}
 	switch {
 	case g.TenantID != p.TenantID || g.ProposalID != p.ID:

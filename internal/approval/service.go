@@ -78,7 +78,7 @@ func (s *Service) Approve(ctx context.Context, req ApproveRequest) (domain.Grant
 		return domain.Grant{}, err
 	}
 	if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
-		return domain.Grant{}, fmt.Errorf("%s (%s) may not approve: %w", req.ActorID, roleOrNone(role), domain.ErrPermissionDenied)
+		return domain.Grant{}, domain.Because(domain.ErrPermissionDenied, "%s (%s) may not approve", req.ActorID, roleOrNone(role))
 	}
 	r, err := s.Review(ctx, req.TenantID, req.ProposalID)
 	if err != nil {
@@ -88,13 +88,13 @@ func (s *Service) Approve(ctx context.Context, req ApproveRequest) (domain.Grant
 	now := s.Clock.Now()
 	switch {
 	case !r.HashValid || (req.ExpectedHash != "" && req.ExpectedHash != p.Hash):
-		return domain.Grant{}, fmt.Errorf("proposal %s changed since it was reviewed: %w", p.ID, domain.ErrProposalChanged)
+		return domain.Grant{}, domain.Because(domain.ErrProposalChanged, "proposal %s changed since it was reviewed", p.ID)
 	case len(r.Stale) > 0:
-		return domain.Grant{}, fmt.Errorf("targets changed since the proposal was made (%v): it cannot be approved: %w", r.Stale, domain.ErrStaleVersion)
+		return domain.Grant{}, domain.Because(domain.ErrStaleVersion, "targets changed since the proposal was made (%v): it cannot be approved", r.Stale)
 	case p.Status != domain.ProposalPending:
-		return domain.Grant{}, fmt.Errorf("proposal %s is %s: %w", p.ID, p.Status, domain.ErrTransitionInvalid)
+		return domain.Grant{}, domain.Because(domain.ErrTransitionInvalid, "proposal %s is %s", p.ID, p.Status)
 	case !now.Before(p.ExpiresAt):
-		return domain.Grant{}, fmt.Errorf("proposal %s expired: %w", p.ID, domain.ErrApprovalExpired)
+		return domain.Grant{}, domain.Because(domain.ErrApprovalExpired, "proposal %s expired", p.ID)
 	}
 	c := DefaultConstraints(p)
 	if req.Constraints != nil {
@@ -133,7 +133,7 @@ func (s *Service) Deny(ctx context.Context, tenantID, proposalID, actorID, surfa
 		return err
 	}
 	if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
-		return fmt.Errorf("%s (%s) may not decide on proposals: %w", actorID, roleOrNone(role), domain.ErrPermissionDenied)
+		return domain.Because(domain.ErrPermissionDenied, "%s (%s) may not decide on proposals", actorID, roleOrNone(role))
 	}
 	if surface == "" {
 		surface = SurfaceApproveTUI
@@ -151,7 +151,7 @@ func (s *Service) Revoke(ctx context.Context, tenantID, grantID, actorID string)
 		return domain.Grant{}, err
 	}
 	if !(domain.Principal{Role: role}).Has(domain.PermApprovalGrant) {
-		return domain.Grant{}, fmt.Errorf("%s (%s) may not revoke grants: %w", actorID, roleOrNone(role), domain.ErrPermissionDenied)
+		return domain.Grant{}, domain.Because(domain.ErrPermissionDenied, "%s (%s) may not revoke grants", actorID, roleOrNone(role))
 	}
 	return s.Admin.RevokeGrant(ctx, tenantID, grantID, actorID)
 }

@@ -3,7 +3,6 @@ package domain
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 )
@@ -242,8 +241,8 @@ type Policy struct {
 // tool's permission, gets ErrApprovalInvalid.
 func RequireRequester(p Principal, prop Proposal) error {
 	if p.Client.ID == "" || p.Client.ID != prop.RequestedBy.ClientID || p.ActorID != prop.RequestedBy.ActorID {
-		return fmt.Errorf("proposal %s was requested by another client: only the client that proposed it can execute it: %w",
-			prop.ID, ErrApprovalInvalid)
+		return Because(ErrApprovalInvalid, "proposal %s was requested by another client: only the client that proposed it can execute it",
+			prop.ID)
 	}
 	return nil
 }
@@ -276,8 +275,8 @@ func CheckCost(cost float64, budgets ...CostBudget) error {
 	}
 	for _, b := range budgets {
 		if usdMicros(b.SpentUSD)+usdMicros(cost) > usdMicros(b.LimitUSD) {
-			return fmt.Errorf("$%.2f would exceed the %s's daily paid budget of $%.2f ($%.2f already spent today), only the seller can raise it: %w",
-				cost, b.Scope, b.LimitUSD, b.SpentUSD, ErrCostLimit)
+			return Because(ErrCostLimit, "$%.2f would exceed the %s's daily paid budget of $%.2f ($%.2f already spent today), only the seller can raise it",
+				cost, b.Scope, b.LimitUSD, b.SpentUSD)
 		}
 	}
 	return nil
@@ -288,8 +287,8 @@ func CheckCost(cost float64, budgets ...CostBudget) error {
 func CheckGrantCost(maxCost float64, budgets ...CostBudget) error {
 	for _, b := range budgets {
 		if usdMicros(maxCost) > usdMicros(b.LimitUSD) {
-			return fmt.Errorf("a grant of up to $%.2f exceeds the %s's daily paid budget of $%.2f: raise the budget with `trovesnap limits set --paid-usd-per-day` first, or deny the proposal: %w",
-				maxCost, b.Scope, b.LimitUSD, ErrCostLimit)
+			return Because(ErrCostLimit, "a grant of up to $%.2f exceeds the %s's daily paid budget of $%.2f: raise the budget with `trovesnap limits set --paid-usd-per-day` first, or deny the proposal",
+				maxCost, b.Scope, b.LimitUSD)
 		}
 	}
 	return nil

@@ -85,7 +85,7 @@ func StaleError(stale []string, want, got map[string]int) error {
 	for _, id := range stale {
 		parts = append(parts, fmt.Sprintf("%s is at version %d, the proposal expected %d", id, got[id], want[id]))
 	}
-	return fmt.Errorf("%s: %w", strings.Join(parts, "; "), ErrStaleVersion)
+	return Because(ErrStaleVersion, "%s", strings.Join(parts, "; "))
 }
 
 // staleOne is StaleError for one target.
@@ -142,10 +142,10 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 		return staleOne(id, prop.ExpectedVersions[0].Version, c.Version)
 	}
 	if c.Kind != CandidateNewItem {
-		return fmt.Errorf("candidate %s is a %s candidate: only new-item candidates are promoted: %w", id, c.Kind, ErrCandidateRequired)
+		return Because(ErrCandidateRequired, "candidate %s is a %s candidate: only new-item candidates are promoted", id, c.Kind)
 	}
 	if c.ReviewStatus != ReviewNeedsReview && c.ReviewStatus != ReviewApproved {
-		return fmt.Errorf("candidate %s is %s and cannot be promoted: %w", id, c.ReviewStatus, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
 	}
 	field := func(name, candidateValue string) {
 		v := candidateValue
@@ -202,10 +202,10 @@ func BuildItemPublication(p Principal, prop *Proposal, items []Item, saleStatus 
 	}
 	it := items[0]
 	if it.Status != ItemReady {
-		return fmt.Errorf("item %s is %s; only a ready item can be published: %w", it.ID, it.Status, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "item %s is %s; only a ready item can be published", it.ID, it.Status)
 	}
 	if missing := PublicationReadiness(it); len(missing) > 0 {
-		return fmt.Errorf("item %s is not ready to publish: missing %s: %w", it.ID, strings.Join(missing, ", "), ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "item %s is not ready to publish: missing %s", it.ID, strings.Join(missing, ", "))
 	}
 	if saleStatus[it.SaleID] == SaleDraft {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "sale_not_published: the item becomes visible when its sale is published")
@@ -227,13 +227,13 @@ func BuildSalePublication(p Principal, prop *Proposal, s Sale) error {
 		return staleOne(id, prop.ExpectedVersions[0].Version, s.Version)
 	}
 	if s.Status != SaleDraft {
-		return fmt.Errorf("sale %s is %s; only a draft sale can be published: %w", id, s.Status, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "sale %s is %s; only a draft sale can be published", id, s.Status)
 	}
 	if s.City == "" {
-		return fmt.Errorf("sale %s has no city: %w", id, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "sale %s has no city", id)
 	}
 	if s.AddressPolicy == "hidden_until" && s.AddressRevealAt == nil {
-		return fmt.Errorf("sale %s hides its address without a reveal time: %w", id, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "sale %s hides its address without a reveal time", id)
 	}
 	prop.SaleIDs = append(prop.SaleIDs, id)
 	prop.Changes = append(prop.Changes,
@@ -266,7 +266,7 @@ func BulkUpdateChanges(p Principal, d ProposalDraft) (map[string]any, []string, 
 			return nil, nil, Invalid("changes", f+" cannot be changed by a bulk update")
 		}
 		if !p.Has(perm) {
-			return nil, nil, fmt.Errorf("changing %s needs %s: %w", f, perm, ErrPermissionDenied)
+			return nil, nil, Because(ErrPermissionDenied, "changing %s needs %s", f, perm)
 		}
 		names = append(names, f)
 	}
@@ -283,7 +283,7 @@ func BuildBulkUpdate(p Principal, prop *Proposal, items []Item, changes map[stri
 	}
 	for _, it := range items {
 		if it.Status == ItemSold || it.Status == ItemArchived || it.Status == ItemPendingPickup {
-			return fmt.Errorf("item %s is %s and cannot be changed: %w", it.ID, it.Status, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s is %s and cannot be changed", it.ID, it.Status)
 		}
 		for _, f := range names {
 			prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: f, From: ItemField(it, f), To: changes[f]})
@@ -340,7 +340,7 @@ func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items [
 		return Invalid("to_status", "publication has its own proposal (trove_propose_item_publication)")
 	}
 	if !CanTransition(it.Status, to) {
-		return fmt.Errorf("item %s cannot go from %s to %s: %w", it.ID, it.Status, to, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "item %s cannot go from %s to %s", it.ID, it.Status, to)
 	}
 	if d.StatusCandidateID != "" {
 		kind, review, err := lookup(d.StatusCandidateID)
@@ -348,7 +348,7 @@ func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items [
 			return err
 		}
 		if kind != "status_update" || review != ReviewApproved {
-			return fmt.Errorf("imported status %s must be approved with approve_status_import first: %w", d.StatusCandidateID, ErrCandidateRequired)
+			return Because(ErrCandidateRequired, "imported status %s must be approved with approve_status_import first", d.StatusCandidateID)
 		}
 		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "source", From: nil, To: "imported:" + d.StatusCandidateID})
 	}
@@ -377,10 +377,10 @@ func BuildIdentity(p Principal, d ProposalDraft, prop *Proposal, items []Item, t
 	switch d.Action {
 	case ActionBindIdentity:
 		if it.QRCode == code {
-			return fmt.Errorf("item %s already carries %s: %w", it.ID, code, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s already carries %s", it.ID, code)
 		}
 		if it.QRCode != "" {
-			return fmt.Errorf("item %s carries %s: release it first: %w", it.ID, it.QRCode, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s carries %s: release it first", it.ID, it.QRCode)
 		}
 		if err := tagFree(code, it.ID); err != nil {
 			return err
@@ -388,7 +388,7 @@ func BuildIdentity(p Principal, d ProposalDraft, prop *Proposal, items []Item, t
 		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "qr_code", From: "", To: code})
 	case ActionReleaseIdentity:
 		if it.QRCode != code || code == "" {
-			return fmt.Errorf("item %s does not carry %s: %w", it.ID, code, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s does not carry %s", it.ID, code)
 		}
 		if it.Status == ItemSold || it.Status == ItemPendingPickup {
 			prop.Validation.Warnings = append(prop.Validation.Warnings, "release_from_"+it.Status+": human approval only")
@@ -409,14 +409,14 @@ func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item
 	}
 	for _, it := range items {
 		if it.Status == ItemSold || it.Status == ItemPendingPickup || it.Status == ItemArchived {
-			return fmt.Errorf("item %s is %s: only unsold items get a disposition: %w", it.ID, it.Status, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s is %s: only unsold items get a disposition", it.ID, it.Status)
 		}
 		to := ItemArchived
 		if action == "consign" {
 			to = ItemWithdrawn
 		}
 		if DispositionSteps(it.Status, to) == nil {
-			return fmt.Errorf("item %s is %s and cannot become %s: %w", it.ID, it.Status, to, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s is %s and cannot become %s", it.ID, it.Status, to)
 		}
 		prop.Changes = append(prop.Changes,
 			FieldChange{TargetID: it.ID, Field: "disposition", From: nil, To: action},
@@ -467,7 +467,7 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 		it := target.Item
 		saleID, title, category = it.SaleID, it.Title, it.Category
 		if it.Status != ItemPublished {
-			return fmt.Errorf("item %s is %s: only published items are announced: %w", id, it.Status, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "item %s is %s: only published items are announced", id, it.Status)
 		}
 	} else {
 		prop.TargetKind = "sale"
@@ -479,7 +479,7 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 			return staleOne(id, prop.ExpectedVersions[0].Version, s.Version)
 		}
 		if s.Status != SalePublished && s.Status != SaleLive {
-			return fmt.Errorf("sale %s is %s: only published sales are announced: %w", id, s.Status, ErrTransitionInvalid)
+			return Because(ErrTransitionInvalid, "sale %s is %s: only published sales are announced", id, s.Status)
 		}
 		saleID, title = id, s.Title
 		prop.SaleIDs = append(prop.SaleIDs, id)
@@ -548,10 +548,10 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 		}
 	}
 	if e.Status != "staged" && e.Status != "delivery_proposed" {
-		return fmt.Errorf("export %s is %s: only a staged export can be delivered: %w", id, e.Status, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "export %s is %s: only a staged export can be delivered", id, e.Status)
 	}
 	if e.Valid == 0 {
-		return fmt.Errorf("export %s has no item that passes %s's checks: %w", id, e.Channel, ErrTransitionInvalid)
+		return Because(ErrTransitionInvalid, "export %s has no item that passes %s's checks", id, e.Channel)
 	}
 	for _, r := range e.Rows {
 		if r.CurrentVersion != r.StagedVersion {

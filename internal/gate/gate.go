@@ -258,8 +258,11 @@ func (g *Gate) domainFailure(err error) *failure {
 }
 
 // detailed adds the domain's own reason (written for a model: ids, versions
-// and states, never storage internals) to a code's message; an error that
-// gives none gets the code's message alone.
+// and states, never storage internals) to a code's message. Only a typed
+// reason (domain.Because) is shown; an error that gives none, or gives it
+// only as text (fmt.Errorf around the sentinel), gets the code's generic
+// message alone: an error's text is for the logs and is never taken apart
+// for a model.
 func detailed(code Code, err, sentinel error) *failure {
 	reason := reasonOf(err, sentinel)
 	if reason == "" {
@@ -269,28 +272,15 @@ func detailed(code Code, err, sentinel error) *failure {
 }
 
 // reasonOf is the model-visible reason err gives for sentinel: the Reason
-// of a domain.ReasonError for it, read by type. Context wrapped around one
-// ("store: ", "consuming grant g: ") is for logs and is not shown.
+// of a domain.ReasonError for it, read by type; "" when there is none.
+// Context wrapped around one ("store: ", "consuming grant g: ") is for logs
+// and is not shown.
 func reasonOf(err, sentinel error) string {
 	var re *domain.ReasonError
 	if errors.As(err, &re) && re.Sentinel == sentinel {
 		return re.Reason
 	}
-	return legacyReason(err, sentinel)
-}
-
-// legacyReason reads the reason of an error built as
-// fmt.Errorf("<reason>: %w", sentinel), the form the store, live and
-// approval packages still return: the text before the sentinel's, without
-// a "store: " prefix; "" for a bare sentinel. It goes once they return
-// domain.Because instead.
-func legacyReason(err, sentinel error) string {
-	reason := strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
-	reason = strings.TrimPrefix(reason, "store: ")
-	if reason == err.Error() && strings.HasSuffix(reason, sentinel.Error()) {
-		return ""
-	}
-	return reason
+	return ""
 }
 
 // tenantHint refuses a tenant hint (in _meta or as a tenant_id argument) that

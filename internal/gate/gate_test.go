@@ -28,25 +28,12 @@ func TestCodes_ExactlyTheTaxonomyWithMessages(t *testing.T) {
 	}
 }
 
-// A domain reason is added to the code's message; storage prefixes and the
-// sentinel's own text are not repeated.
-func TestDetailed_AddsTheDomainReasonOnly(t *testing.T) {
-	err := fmt.Errorf("store: item_991 is at version 8, the proposal expected 7: %w", domain.ErrStaleVersion)
-	f := detailed(CodeStaleTargetVersion, err, domain.ErrStaleVersion)
-	if !strings.HasSuffix(f.message, "(item_991 is at version 8, the proposal expected 7)") || strings.Contains(f.message, "store:") {
-		t.Errorf("message %q", f.message)
-	}
-	if f := detailed(CodeStaleTargetVersion, domain.ErrStaleVersion, domain.ErrStaleVersion); f.message != "" {
-		t.Errorf("a bare sentinel got a reason: %q", f.message)
-	}
-}
-
 // A typed reason (domain.Because) is read by type, not cut out of the
-// error's text: it gives the message the fmt.Errorf form gives, whatever
-// context is wrapped around it, and only for its own sentinel.
+// error's text: it is added to the code's message whatever context is
+// wrapped around it ("store: " is for the logs), without the sentinel's own
+// text, and only for its own sentinel.
 func TestDetailed_TypedReasonReadByType(t *testing.T) {
-	legacy := fmt.Errorf("store: item_991 is at version 8, the proposal expected 7: %w", domain.ErrStaleVersion)
-	want := detailed(CodeStaleTargetVersion, legacy, domain.ErrStaleVersion).message
+	want := CodeStaleTargetVersion.Message() + " (item_991 is at version 8, the proposal expected 7)"
 	typed := domain.Because(domain.ErrStaleVersion, "item_991 is at version %d, the proposal expected %d", 8, 7)
 	for _, err := range []error{typed, fmt.Errorf("store: %w", typed), fmt.Errorf("executing prop_1: %w", typed)} {
 		if !errors.Is(err, domain.ErrStaleVersion) {
@@ -61,6 +48,62 @@ func TestDetailed_TypedReasonReadByType(t *testing.T) {
 	}
 	if f := detailed(CodeStaleTargetVersion, &domain.ReasonError{Sentinel: domain.ErrStaleVersion}, domain.ErrStaleVersion); f.message != "" {
 		t.Errorf("an empty reason got a message: %q", f.message)
+	}
+	if f := detailed(CodeStaleTargetVersion, domain.ErrStaleVersion, domain.ErrStaleVersion); f.message != "" {
+		t.Errorf("a bare sentinel got a reason: %q", f.message)
+	}
+	if f := detailed(CodeDomainTransitionInvalid, typed, domain.ErrTransitionInvalid); f.message != "" {
+		t.Errorf("another sentinel's reason was shown: %q", f.message)
+	}
+}
+
+// An error that carries its reason only as text (fmt.Errorf around a
+// sentinel, untyped) gets its code's generic message: no part of its
+// Error() text (storage context, SQL, ids) reaches the model, for every
+// code whose message can carry a domain reason.
+func TestDomainFailure_UntypedReasonGetsTheGenericMessage(t *testing.T) {
+	g := New(Options{})
+	cases := []struct {
+		sentinel error
+		code     Code
+	}{
+		{domain.ErrStaleVersion, CodeStaleTargetVersion},
+		{domain.ErrTransitionInvalid, CodeDomainTransitionInvalid},
+		{domain.ErrPermissionDenied, CodePermissionDenied},
+		{domain.ErrApprovalRequired, CodeApprovalRequired},
+		{domain.ErrApprovalInvalid, CodeApprovalInvalid},
+		{domain.ErrApprovalExpired, CodeApprovalExpired},
+		{domain.ErrApprovalRevoked, CodeApprovalRevoked},
+		{domain.ErrApprovalConsumed, CodeApprovalAlreadyConsumed},
+		{domain.ErrProposalChanged, CodeProposalChanged},
+		{domain.ErrCostLimit, CodeCostLimitExceeded},
+		{domain.ErrCandidateRequired, CodeCandidateRequired},
+	}
+	const internals = "SELECT status FROM item WHERE id = 'item_991'"
+	for _, c := range cases {
+		for _, err := range []error{
+			fmt.Errorf("store: %s: %w", internals, c.sentinel),
+			fmt.Errorf("live: mcp_execute_action: %s: %w", internals, c.sentinel),
+			fmt.Errorf("executing prop_1: %w", fmt.Errorf("%s: %w", internals, c.sentinel)),
+		} {
+			f := g.domainFailure(err)
+			if f.code != c.code {
+				t.Errorf("%v: code %s, want %s", err, f.code, c.code)
+				continue
+			}
+			if f.message != "" {
+				t.Errorf("%v: message %q, want the code's generic message", err, f.message)
+			}
+			msg := f.message
+			if msg == "" {
+				msg = f.code.Message()
+			}
+			for _, leak := range []string{"SELECT", "item_991", "store:", "live:", "mcp_", "prop_1", c.sentinel.Error()} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("%v: message %q shows %q", err, msg, leak)
+				}
+			}
+		}
 	}
 }
 

@@ -171,9 +171,9 @@ func buildIdentity(p domain.Principal, d domain.ProposalDraft, prop *domain.Prop
 		case t == nil || t.Code != code || len(prop.TargetIDs) == 0 || itemID != prop.TargetIDs[0]:
 			return missingState("tag")
 		case !t.Printed:
-			return fmt.Errorf("tag %s is not one of your printed labels: %w", code, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "tag %s is not one of your printed labels", code)
 		case t.BoundElsewhere:
-			return fmt.Errorf("tag %s is bound to another item: %w", code, domain.ErrTransitionInvalid)
+			return domain.Because(domain.ErrTransitionInvalid, "tag %s is bound to another item", code)
 		}
 		return nil
 	})

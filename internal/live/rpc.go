@@ -137,7 +137,7 @@ const (
 
 // reasoned maps the codes whose detail is a reason the RPC wrote (shown to
 // the caller after safeReason) to their sentinels: trovesnap.fail('<code>',
-// '<reason>') becomes "<reason>: <sentinel>".
+// '<reason>') becomes domain.Because(<sentinel>, "<reason>").
 var reasoned = map[string]error{
 	"stale_version":        domain.ErrStaleVersion,
 	"transition_invalid":   domain.ErrTransitionInvalid,
@@ -195,7 +195,9 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 	case codeClientSuspended:
 		return fmt.Errorf("live: %s: %w", fn, domain.ErrClientSuspended)
 	case codePermissionDenied:
-		return fmt.Errorf("live: %s: %s: %w", fn, field, domain.ErrPermissionDenied)
+		// The RPC's name is context for the logs; the permission it names
+		// is the reason.
+		return fmt.Errorf("live: %s: %w", fn, domain.Because(domain.ErrPermissionDenied, "%s", field))
 	case codeSaleAssignment:
 		return fmt.Errorf("live: %s: sale not assigned: %w", fn, domain.ErrSaleAssignment)
 	case codeNotFound:
@@ -215,7 +217,7 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 			if pe.Details == "" {
 				return fmt.Errorf("live: %s: %w", fn, sentinel)
 			}
-			return fmt.Errorf("%s: %w", safeReason(pe.Details), sentinel)
+			return domain.Because(sentinel, "%s", safeReason(pe.Details))
 		}
 		b.log.Debug("live: unknown trovesnap error code", "rpc", fn, "code", code)
 	}

@@ -47,7 +47,7 @@ type SellerMembership struct {
 // user must be a member), else the user's only tenant.
 func (id SellerIdentity) Membership(tenantID string) (SellerMembership, error) {
 	if !id.Linked {
-		return SellerMembership{}, fmt.Errorf("live: the signed-in account is not linked to a TroveSnap user (ask an owner to link it): %w", domain.ErrPermissionDenied)
+		return SellerMembership{}, fmt.Errorf("live: %w", domain.Because(domain.ErrPermissionDenied, "the signed-in account is not linked to a TroveSnap user (ask an owner to link it)"))
 	}
 	var tenants []string
 	for _, m := range id.Memberships {
@@ -58,11 +58,11 @@ func (id SellerIdentity) Membership(tenantID string) (SellerMembership, error) {
 	}
 	switch {
 	case tenantID != "":
-		return SellerMembership{}, fmt.Errorf("live: %s is not a member of %s (member of: %s): %w", id.UserID, tenantID, tenantList(tenants), domain.ErrPermissionDenied)
+		return SellerMembership{}, fmt.Errorf("live: %w", domain.Because(domain.ErrPermissionDenied, "%s is not a member of %s (member of: %s)", id.UserID, tenantID, tenantList(tenants)))
 	case len(id.Memberships) == 1:
 		return id.Memberships[0], nil
 	case len(id.Memberships) == 0:
-		return SellerMembership{}, fmt.Errorf("live: %s is a member of no tenant: %w", id.UserID, domain.ErrPermissionDenied)
+		return SellerMembership{}, fmt.Errorf("live: %w", domain.Because(domain.ErrPermissionDenied, "%s is a member of no tenant", id.UserID))
 	}
 	return SellerMembership{}, fmt.Errorf("live: %s is a member of %s: choose one tenant: %w", id.UserID, strings.Join(tenants, ", "), domain.ErrInvalidInput)
 }
