@@ -15,3 +15,12 @@ var idSuffix = regexp.MustCompile(`^` + IDSuffixPattern + `$`)
 func IDPattern(prefix string) string {
 	return "^" + regexp.QuoteMeta(prefix) + "_" + IDSuffixPattern + "$"
 }
+
+// IDPrefixes lists every id prefix the domain declares, so a pattern SQL
+// spells out for an id can be traced to the prefix it checks.
+func IDPrefixes() []string {
+	return []string{PrefixTenant, PrefixUser, PrefixMembership, PrefixSale, PrefixItem, PrefixPhoto, PrefixCandidate,
+		PrefixRun, PrefixRecord, PrefixSource, PrefixConn, PrefixClient, PrefixProposal, PrefixApproval, PrefixPolicy,
+		PrefixEvent, PrefixCorr, PrefixRequest, PrefixAsset, PrefixMedia, PrefixDraft, PrefixExport,
+		PrefixStatusEvent, PrefixPriceChange, PrefixLabelBatch}
+}
