@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 type liveSchema struct {
 	funcs    map[string]string // "schema.name" → newest body (between $$)
 	policies map[string]string // "table/policy" → its USING / WITH CHECK text
-	columns  map[string]string // "table.column" → its newest definition or CHECK
+	columns  map[string]string // "table.column" → its newest definition, with an inline CHECK
+	// checks holds the table-level constraints by table, then name.
+	checks map[string]map[string]string
 }
 
 var (
@@ -31,7 +34,8 @@ var (
 	wordRE       = regexp.MustCompile(`^"?(\w+)"?`)
 	tableLevelRE = regexp.MustCompile(`(?i)^(CONSTRAINT|CHECK|PRIMARY|UNIQUE|FOREIGN|EXCLUDE)\b`)
 	addColumnRE  = regexp.MustCompile(`(?is)^ADD\s+COLUMN\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\b`)
-	addCheckRE   = regexp.MustCompile(`(?is)^ADD\s+(?:CONSTRAINT\s+\w+\s+)?CHECK\b`)
+	addCheckRE   = regexp.MustCompile(`(?is)^ADD\s+(?:CONSTRAINT\s+(\w+)\s+)?CHECK\b`)
+	dropCheckRE  = regexp.MustCompile(`(?is)^DROP\s+CONSTRAINT\s+(?:IF\s+EXISTS\s+)?(\w+)`)
 )
 
 // closing returns the index just past the parenthesis that closes the one
@@ -87,7 +91,8 @@ func readLiveSchema(t *testing.T) liveSchema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := liveSchema{funcs: map[string]string{}, policies: map[string]string{}, columns: map[string]string{}}
+	ls := liveSchema{funcs: map[string]string{}, policies: map[string]string{}, columns: map[string]string{},
+		checks: map[string]map[string]string{}}
 	for _, m := range ms {
 		b, err := os.ReadFile(filepath.Join(migrations, m.Name))
 		if err != nil {
@@ -131,7 +136,7 @@ func readLiveSchema(t *testing.T) liveSchema {
 					if w := wordRE.FindStringSubmatch(e); w != nil && !tableLevelRE.MatchString(e) {
 						ls.columns[at(13)+"."+w[1]] = e
 					} else {
-						ls.addTableCheck(at(13), e)
+						ls.addCheck(at(13), "", e)
 					}
 				}
 				next = end
@@ -139,8 +144,10 @@ func readLiveSchema(t *testing.T) liveSchema {
 				for _, a := range splitTop(at(16)) {
 					if c := addColumnRE.FindStringSubmatch(a); c != nil {
 						ls.columns[at(15)+"."+c[1]] = a
-					} else if addCheckRE.MatchString(a) {
-						ls.addTableCheck(at(15), a)
+					} else if c := addCheckRE.FindStringSubmatch(a); c != nil {
+						ls.addCheck(at(15), c[1], a)
+					} else if c := dropCheckRE.FindStringSubmatch(a); c != nil {
+						ls.dropCheck(at(15), c[1])
 					}
 				}
 			}
@@ -154,13 +161,30 @@ func readLiveSchema(t *testing.T) liveSchema {
 	return ls
 }
 
-// addTableCheck makes a table-level CHECK the newest rule of every column
-// of the table it names.
-func (ls liveSchema) addTableCheck(table, check string) {
-	prefix := table + "."
-	for k := range ls.columns {
-		if col, ok := strings.CutPrefix(k, prefix); ok && regexp.MustCompile(`\b`+col+`\b`).MatchString(check) {
-			ls.columns[k] = check
+// addCheck records a table-level constraint (an unnamed one gets a name
+// of its own: it can only be dropped by the name PostgreSQL gives it,
+// which no migration here relies on).
+func (ls liveSchema) addCheck(table, name, check string) {
+	if ls.checks[table] == nil {
+		ls.checks[table] = map[string]string{}
+	}
+	if name == "" {
+		name = "unnamed_" + strconv.Itoa(len(ls.checks[table]))
+	}
+	ls.checks[table][name] = check
+}
+
+// dropCheck removes a constraint by name; "<table>_<column>_check" is the
+// name PostgreSQL gives a column's inline CHECK, so dropping it leaves the
+// column's definition without one.
+func (ls liveSchema) dropCheck(table, name string) {
+	delete(ls.checks[table], name)
+	bare := table[strings.LastIndex(table, ".")+1:]
+	if col, ok := strings.CutSuffix(strings.TrimPrefix(name, bare+"_"), "_check"); ok {
+		if def, ok := ls.columns[table+"."+col]; ok {
+			if i := regexp.MustCompile(`(?i)\bCHECK\b`).FindStringIndex(def); i != nil {
+				ls.columns[table+"."+col] = def[:i[0]]
+			}
 		}
 	}
 }
@@ -176,6 +200,13 @@ func (ls liveSchema) texts() map[string]string {
 		out["policy "+k] = v
 	}
 	for k, v := range ls.columns {
+		table, col := k[:strings.LastIndex(k, ".")], k[strings.LastIndex(k, ".")+1:]
+		word := regexp.MustCompile(`\b` + col + `\b`)
+		for _, c := range ls.checks[table] {
+			if word.MatchString(c) {
+				v += "\n" + c
+			}
+		}
 		out["column "+k] = v
 	}
 	return out
