@@ -196,7 +196,7 @@ func (s *Store) appendInventoryStatusEvent(ctx context.Context, tx *sql.Tx, prop
 	// The lifecycle history trove_list_status_events reads: an executed
 	// proposal is its source; an imported report is named by its proposal.
 	sourceType := "proposal"
-	if strings.HasPrefix(source, "imported:") {
+	if strings.HasPrefix(source, domain.ImportedSourcePrefix) {
 		sourceType = "status_import"
 	}
 	if err := insertStatusEvent(ctx, tx, domain.StatusEvent{

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -124,9 +125,7 @@ func (s *Store) ConsumeRate(ctx context.Context, p domain.Principal, class strin
 	if err != nil {
 		return d, err
 	}
-	switch class {
-	case domain.LimitReads, domain.LimitCandidateWrites, domain.LimitProposals, domain.LimitControlledActions, domain.LimitRejected:
-	default:
+	if !slices.Contains(domain.LimitClasses(), class) {
 		return d, fmt.Errorf("store: unknown limit class %q: %w", class, domain.ErrInvalidInput)
 	}
 	d.Limit = l.PerMinute(class)

@@ -38,6 +38,16 @@ func TestRulesChecks_SQLiteStatusListsAreTheDomains(t *testing.T) {
 		{"approval_grants", "issuer_type", domain.GrantIssuers()},
 		{"automation_policies", "status", domain.PolicyStatuses()},
 		{"plugin_events", "outcome", domain.Outcomes()},
+		{"mcp_clients", "trust_level", domain.TrustLevels},
+		{"mcp_clients", "risk_class", domain.RiskClasses},
+		{"estate_sales", "visibility", domain.SaleVisibilities()},
+		{"estate_sales", "address_policy", domain.AddressPolicies()},
+		{"candidate_item_changes", "kind", domain.ItemChangeKinds()},
+		{"source_assets", "mime_type", domain.MediaTypes},
+		{"export_drafts", "channel", domain.ExportChannels},
+		{"export_drafts", "status", domain.ExportStatuses()},
+		{"simulated_deliveries", "kind", domain.OutboundKinds()},
+		{"event_outbox", "state", []string{OutboxPending, OutboxSent, OutboxRejected}},
 	} {
 		var ddl string
 		if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, c.table).Scan(&ddl); err != nil {

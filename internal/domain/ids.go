@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -96,14 +95,10 @@ const (
 	PrefixRequest    = "mcp_req"
 )
 
-var idSuffix = regexp.MustCompile(`^[A-Za-z0-9]{1,40}$`)
-
 // ValidID reports whether id is "<prefix>_<suffix>" with a short
-// alphanumeric suffix. It is the one id-format rule for inputs.
+// alphanumeric suffix. It is the one id-format rule for inputs; IDPattern
+// (id_patterns.go) spells the same rule for schemas and SQL.
 func ValidID(prefix, id string) bool {
 	rest, ok := strings.CutPrefix(id, prefix+"_")
 	return ok && idSuffix.MatchString(rest)
 }
-
-// IDPattern is ValidID as a JSON-schema pattern, for tool input schemas.
-func IDPattern(prefix string) string { return "^" + regexp.QuoteMeta(prefix) + "_[A-Za-z0-9]{1,40}$" }

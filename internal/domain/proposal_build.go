@@ -238,7 +238,7 @@ func BuildSalePublication(p Principal, prop *Proposal, s Sale) error {
 	prop.SaleIDs = append(prop.SaleIDs, id)
 	prop.Changes = append(prop.Changes,
 		FieldChange{TargetID: id, Field: "status", From: s.Status, To: SalePublished},
-		FieldChange{TargetID: id, Field: "visibility", From: s.Visibility, To: "public"},
+		FieldChange{TargetID: id, Field: "visibility", From: s.Visibility, To: VisibilityPublic},
 		FieldChange{TargetID: id, Field: "address_policy", From: s.AddressPolicy, To: s.AddressPolicy})
 	prop.Impact = ProposalImpact{PublicRecordsChanged: 1}
 	return nil
@@ -350,7 +350,7 @@ func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items [
 		if kind != "status_update" || review != ReviewApproved {
 			return Because(ErrCandidateRequired, "imported status %s must be approved with approve_status_import first", d.StatusCandidateID)
 		}
-		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "source", From: nil, To: "imported:" + d.StatusCandidateID})
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "source", From: nil, To: ImportedSourcePrefix + d.StatusCandidateID})
 	}
 	eff, _ := d.Fields["effective_at"].(string)
 	prop.Changes = append(prop.Changes,
@@ -547,7 +547,7 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 			return fmt.Errorf("export %s: item %s: %w", id, r.ItemID, ErrSaleAssignment)
 		}
 	}
-	if e.Status != "staged" && e.Status != "delivery_proposed" {
+	if !slices.Contains(ExportDeliverableStatuses(), e.Status) {
 		return Because(ErrTransitionInvalid, "export %s is %s: only a staged export can be delivered", id, e.Status)
 	}
 	if e.Valid == 0 {
@@ -564,7 +564,7 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 	if e.Valid < e.Items {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, fmt.Sprintf("%d of %d staged items fail %s's checks and are not delivered", e.Items-e.Valid, e.Items, e.Channel))
 	}
-	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "status", From: e.Status, To: "delivered"})
+	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "status", From: e.Status, To: ExportDelivered})
 	prop.Impact = ProposalImpact{ExternalDeliveries: 1, PublicRecordsChanged: e.Valid}
 	return nil
 }

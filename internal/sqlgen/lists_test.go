@@ -1,0 +1,115 @@
+package sqlgen_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/sqlgen"
+)
+
+// heldList is one list the live SQL spells out, at where (a key of
+// liveSchema.texts()), as the IN-list that follows lhs; want is its one
+// declaration in internal/domain.
+type heldList struct {
+	where, lhs string
+	want       []string
+}
+
+func heldLists() []heldList {
+	col := func(tc string, want []string) heldList {
+		return heldList{"column trovesnap." + tc, tc[strings.Index(tc, ".")+1:], want}
+	}
+	return []heldList{
+		col("memberships.role", domain.Roles()),
+		col("mcp_clients.status", domain.ClientStatuses()),
+		col("mcp_clients.trust_level", domain.TrustLevels),
+		col("mcp_clients.risk_class", domain.RiskClasses),
+		col("estate_sales.status", domain.SaleStatuses()),
+		col("estate_sales.visibility", domain.SaleVisibilities()),
+		col("estate_sales.address_policy", domain.AddressPolicies()),
+		col("items.status", domain.ItemStatuses()),
+		col("inventory_candidates.review_status", domain.ReviewStatuses()),
+		col("plugin_events.outcome", domain.Outcomes()),
+		col("proposals.status", domain.ProposalStatuses()),
+		col("approval_grants.status", domain.GrantStatuses()),
+		col("approval_grants.issuer_type", domain.GrantIssuers()),
+		col("automation_policies.status", domain.PolicyStatuses()),
+		col("item_status_events.from_status", domain.ItemStatuses()),
+		col("item_status_events.to_status", domain.ItemStatuses()),
+		col("item_status_events.source_type", domain.StatusSources()),
+		col("label_batches.status", domain.LabelBatchStatuses()),
+		col("candidate_item_changes.kind", domain.ItemChangeKinds()),
+		col("candidate_item_changes.reported_status", domain.ReportableStatuses),
+		col("source_assets.mime_type", domain.MediaTypes),
+		col("export_drafts.channel", domain.ExportChannels),
+		col("export_drafts.status", domain.ExportStatuses()),
+		col("outbound_requests.kind", domain.OutboundKinds()),
+		col("outbound_requests.status", domain.OutboundStatuses()),
+		{"function trovesnap.record_event", "coalesce(p_body ->> 'outcome', '')", domain.Outcomes()},
+		{"function public.mcp_run_import", "coalesce(v_kind, '')", domain.ImportKinds()},
+		{"function public.mcp_run_import", "coalesce(r ->> 'kind', '')", domain.ImportRowKinds()},
+		{"function public.mcp_stage_export", "coalesce(v_channel, '')", domain.ExportChannels},
+		{"function public.mcp_draft_listing_copy", "coalesce(v_tone, '')", domain.DraftTones},
+		{"function trovesnap.media_input", "coalesce(p_media ->> 'mime_type', '')", domain.MediaTypes},
+		{"function public.mcp_consume_rate", "coalesce(p_class, '')", domain.LimitClasses()},
+		{"function public.mcp_create_proposal", "v_facts ->> 'status'", domain.ExportDeliverableStatuses()},
+		{"function trovesnap.deliver_export", "e.status", domain.ExportDeliverableStatuses()},
+		{"function trovesnap.target_version", "e.status", domain.ExportDeliverableStatuses()},
+		{"function public.seller_current_versions", "x.status", domain.ExportDeliverableStatuses()},
+		{"function public.mcp_create_proposal", "s.status", domain.PublicSaleStatuses},
+		{"policy trovesnap.estate_sales/public_read", "status", domain.PublicSaleStatuses},
+		{"policy trovesnap.items/public_read", "s.status", domain.PublicSaleStatuses},
+		{"policy trovesnap.items/public_read", "status", domain.PublicItemStatuses()},
+	}
+}
+
+// generatedRE matches a CHECK that calls a generated status list instead of
+// spelling one out: sqlgen's golden test holds those to domain.
+var generatedRE = regexp.MustCompile(`=\s*ANY\s*\(\s*trovesnap\.(\w+)\(\)\s*\)`)
+
+// inList finds the IN-list that follows lhs in text (lhs ending a word),
+// returning its values and the index where it starts.
+func inList(text, lhs string) (vals []string, at int, ok bool) {
+	re := regexp.MustCompile(`(?:^|[^\w.>])` + regexp.QuoteMeta(lhs) + `\s+(?:NOT\s+)?IN\s*\(([^)]*)\)`)
+	m := re.FindStringSubmatchIndex(text)
+	if m == nil {
+		return nil, 0, false
+	}
+	for _, v := range strings.Split(text[m[2]:m[3]], ",") {
+		vals = append(vals, strings.Trim(strings.TrimSpace(v), "'"))
+	}
+	return vals, m[2], true
+}
+
+// Where the live SQL must spell a list out — a CHECK in an applied
+// migration, a literal in an RPC body, a row level security policy — the
+// newest definition of it is the list internal/domain declares; a CHECK
+// that calls a generated lookup instead is held by the golden test.
+func TestLists_LiveSQLListsAreTheDomains(t *testing.T) {
+	texts := readLiveSchema(t).texts()
+	for _, h := range heldLists() {
+		text, ok := texts[h.where]
+		if !ok {
+			t.Errorf("%s: not in the live schema", h.where)
+			continue
+		}
+		got, _, ok := inList(text, h.lhs)
+		if !ok {
+			if g := generatedRE.FindStringSubmatch(text); g != nil && slices.Contains(sqlgen.Functions, g[1]) {
+				continue
+			}
+			t.Errorf("%s: no %s IN (…) and no generated list in %q", h.where, h.lhs, text)
+			continue
+		}
+		if !sameSet(got, h.want) {
+			t.Errorf("%s: %s IN %v, domain declares %v", h.where, h.lhs, got, h.want)
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
