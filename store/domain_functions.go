@@ -105,7 +105,9 @@ func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Prin
 	if err := s.recordSimulated(ctx, tx, prop, "export_delivery", now); err != nil {
 		return err
 	}
-	r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = 'delivered' WHERE id = ? AND status IN ('staged', 'delivery_proposed')", prop.TargetIDs[0])
+	deliverable := domain.ExportDeliverableStatuses()
+	r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = ? WHERE id = ? AND status IN "+placeholders(len(deliverable)),
+		append([]any{domain.ExportDelivered, prop.TargetIDs[0]}, anyArgs(deliverable)...)...)
 	if err != nil {
 		return s.dbErr("deliver export", err)
 	}

@@ -317,7 +317,9 @@ func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string
 		table = "inventory_candidates"
 	case domain.ValidID("export", id):
 		var n int
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM export_drafts WHERE tenant_id = ? AND id = ? AND status IN ('staged', 'delivery_proposed')", tenantID, id).Scan(&n); err != nil {
+		deliverable := domain.ExportDeliverableStatuses()
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM export_drafts WHERE tenant_id = ? AND id = ? AND status IN "+placeholders(len(deliverable)),
+			append([]any{tenantID, id}, anyArgs(deliverable)...)...).Scan(&n); err != nil {
 			return 0, s.dbErr("version of "+id, err)
 		}
 		if n == 0 {
