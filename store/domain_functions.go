@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,7 +153,7 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 		prop.TenantID, cid).Scan(&review, &kind, &record, &run); err != nil {
 		return "", s.dbErr("promote: candidate", err)
 	}
-	if kind != domain.CandidateNewItem || (review != domain.ReviewNeedsReview && review != domain.ReviewApproved) {
+	if kind != domain.CandidateNewItem || !slices.Contains(domain.OpenReviewStatuses(), review) {
 		return "", domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s", cid, review)
 	}
 	f := map[string]string{}
@@ -230,7 +231,7 @@ func (s *Store) publishSale(ctx context.Context, tx *sql.Tx, prop domain.Proposa
 // updateItemFields applies exact field changes (update_item_price for
 // price_cents), keeping field-level history.
 func (s *Store) updateItemFields(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
-	if it.Status == domain.ItemSold || it.Status == domain.ItemArchived || it.Status == domain.ItemPendingPickup {
+	if slices.Contains(domain.LockedItemStatuses(), it.Status) {
 		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s is %s", it.ID, it.Status)
 	}
 	cols := map[string]string{"room": "room", "category": "category", "title": "title", "description": "description", "price_cents": "price_cents"}

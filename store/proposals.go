@@ -158,7 +158,7 @@ func (s *Store) getProposal(ctx context.Context, q queryRower, tenantID, id stri
 // expireIfDue reports a pending proposal past its expiry as expired (the
 // stored status catches up lazily; expiry is a fact of the clock).
 func (s *Store) expireIfDue(p *domain.Proposal) {
-	if (p.Status == domain.ProposalPending || p.Status == domain.ProposalApproved) && !s.clock.Now().Before(p.ExpiresAt) {
+	if slices.Contains(domain.OpenProposalStatuses(), p.Status) && !s.clock.Now().Before(p.ExpiresAt) {
 		p.Status = domain.ProposalExpired
 	}
 }

@@ -144,7 +144,7 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	if c.Kind != CandidateNewItem {
 		return Because(ErrCandidateRequired, "candidate %s is a %s candidate: only new-item candidates are promoted", id, c.Kind)
 	}
-	if c.ReviewStatus != ReviewNeedsReview && c.ReviewStatus != ReviewApproved {
+	if !slices.Contains(OpenReviewStatuses(), c.ReviewStatus) {
 		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
 	}
 	field := func(name, candidateValue string) {
@@ -282,7 +282,7 @@ func BuildBulkUpdate(p Principal, prop *Proposal, items []Item, changes map[stri
 		return err
 	}
 	for _, it := range items {
-		if it.Status == ItemSold || it.Status == ItemArchived || it.Status == ItemPendingPickup {
+		if slices.Contains(LockedItemStatuses(), it.Status) {
 			return Because(ErrTransitionInvalid, "item %s is %s and cannot be changed", it.ID, it.Status)
 		}
 		for _, f := range names {
@@ -424,7 +424,7 @@ func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item
 		return err
 	}
 	for _, it := range items {
-		if it.Status == ItemSold || it.Status == ItemPendingPickup || it.Status == ItemArchived {
+		if slices.Contains(LockedItemStatuses(), it.Status) {
 			return Because(ErrTransitionInvalid, "item %s is %s: only unsold items get a disposition", it.ID, it.Status)
 		}
 		if !slices.Contains(DispositionActions(), action) { // after the status, as check_item_proposal
