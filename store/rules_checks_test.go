@@ -98,6 +98,53 @@ func TestRulesChecks_SQLiteQuotaTriggersCountTheDomainsOpenCandidates(t *testing
 	}
 }
 
+// sqliteNotARule names the IN-lists of the SQLite schema that no domain
+// list declares, each with why it is not a rule of its own.
+var sqliteNotARule = map[string]string{
+	"table search_keys kind": "the search index's own row discriminator (a sale or an item row), written and read only by the index SQL",
+}
+
+// Every IN-list the SQLite schema keeps (tables, triggers, indexes, views)
+// is either held above or named in sqliteNotARule: a list added to a new
+// migration fails here until it is held to its domain declaration.
+func TestRulesChecks_EverySQLiteListIsHeld(t *testing.T) {
+	held := map[string]bool{}
+	for _, c := range sqliteChecks() {
+		held["table "+c.table+" "+c.column] = true
+	}
+	for _, name := range quotaTriggers {
+		held["trigger "+name+" review_status"] = true
+	}
+	rows, err := schemaDB(t).Query(`SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var typ, name, ddl string
+		if err := rows.Scan(&typ, &name, &ddl); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range sqliteINLists(ddl, `[\w.]+`) {
+			lhs := l.lhs[strings.LastIndex(l.lhs, ".")+1:]
+			key := typ + " " + name + " " + lhs
+			seen[key] = true
+			if !held[key] && sqliteNotARule[key] == "" {
+				t.Errorf("%s: %s IN %v is neither held to a domain list nor in sqliteNotARule", typ+" "+name, l.lhs, l.vals)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for key := range sqliteNotARule {
+		if !seen[key] {
+			t.Errorf("sqliteNotARule names %q, which the schema no longer has", key)
+		}
+	}
+}
+
 func schemaDB(t *testing.T) *sql.DB {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trovesnap.db")
