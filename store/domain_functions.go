@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,9 @@ func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Prin
 	if err := s.recordSimulated(ctx, tx, prop, "export_delivery", now); err != nil {
 		return err
 	}
-	r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = 'delivered' WHERE id = ? AND status IN ('staged', 'delivery_proposed')", prop.TargetIDs[0])
+	deliverable := domain.ExportDeliverableStatuses()
+	r, err := tx.ExecContext(ctx, "UPDATE export_drafts SET status = ? WHERE id = ? AND status IN "+placeholders(len(deliverable)),
+		append([]any{domain.ExportDelivered, prop.TargetIDs[0]}, anyArgs(deliverable)...)...)
 	if err != nil {
 		return s.dbErr("deliver export", err)
 	}
@@ -150,7 +153,7 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 		prop.TenantID, cid).Scan(&review, &kind, &record, &run); err != nil {
 		return "", s.dbErr("promote: candidate", err)
 	}
-	if kind != domain.CandidateNewItem || (review != domain.ReviewNeedsReview && review != domain.ReviewApproved) {
+	if kind != domain.CandidateNewItem || !slices.Contains(domain.OpenReviewStatuses(), review) {
 		return "", domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s", cid, review)
 	}
 	f := map[string]string{}
@@ -228,7 +231,7 @@ func (s *Store) publishSale(ctx context.Context, tx *sql.Tx, prop domain.Proposa
 // updateItemFields applies exact field changes (update_item_price for
 // price_cents), keeping field-level history.
 func (s *Store) updateItemFields(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
-	if it.Status == domain.ItemSold || it.Status == domain.ItemArchived || it.Status == domain.ItemPendingPickup {
+	if slices.Contains(domain.LockedItemStatuses(), it.Status) {
 		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s is %s", it.ID, it.Status)
 	}
 	cols := map[string]string{"room": "room", "category": "category", "title": "title", "description": "description", "price_cents": "price_cents"}

@@ -158,7 +158,7 @@ func (s *Store) getProposal(ctx context.Context, q queryRower, tenantID, id stri
 // expireIfDue reports a pending proposal past its expiry as expired (the
 // stored status catches up lazily; expiry is a fact of the clock).
 func (s *Store) expireIfDue(p *domain.Proposal) {
-	if (p.Status == domain.ProposalPending || p.Status == domain.ProposalApproved) && !s.clock.Now().Before(p.ExpiresAt) {
+	if slices.Contains(domain.OpenProposalStatuses(), p.Status) && !s.clock.Now().Before(p.ExpiresAt) {
 		p.Status = domain.ProposalExpired
 	}
 }
@@ -317,7 +317,9 @@ func (s *Store) versionOf(ctx context.Context, q queryRower, tenantID, id string
 		table = "inventory_candidates"
 	case domain.ValidID("export", id):
 		var n int
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM export_drafts WHERE tenant_id = ? AND id = ? AND status IN ('staged', 'delivery_proposed')", tenantID, id).Scan(&n); err != nil {
+		deliverable := domain.ExportDeliverableStatuses()
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM export_drafts WHERE tenant_id = ? AND id = ? AND status IN "+placeholders(len(deliverable)),
+			append([]any{tenantID, id}, anyArgs(deliverable)...)...).Scan(&n); err != nil {
 			return 0, s.dbErr("version of "+id, err)
 		}
 		if n == 0 {

@@ -457,3 +457,36 @@ func propertyNames(s *jsonschema.Schema) []string {
 	}
 	return names
 }
+
+// A ts:"enum=…" tag is a struct tag, so it cannot call internal/domain;
+// each enum that is a domain list is held to its one declaration here.
+func TestCatalog_TagEnumsAreTheDomains(t *testing.T) {
+	for _, c := range []struct {
+		tool, field string
+		want        []string
+	}{
+		{"trove_propose_disposition_action", "action", domain.DispositionActions()},
+		{"trove_list_sales", "status", domain.SaleStatuses()},
+		{"trove_list_items", "status", domain.ItemStatuses()},
+		{"trove_list_candidates", "review_status", domain.ReviewStatuses()},
+		{"trove_list_status_events", "to_status", domain.ItemStatuses()},
+		{"trove_list_label_batches", "status", domain.LabelBatchStatuses()},
+		{"trove_create_status_update_candidate", "reported_status", domain.ReportableStatuses},
+		{"trove_draft_listing_copy", "tone", domain.DraftTones},
+		{"trove_stage_export", "channel", domain.ExportChannels},
+	} {
+		tl, ok := Lookup(c.tool)
+		if !ok || tl.InputSchema.Properties[c.field] == nil {
+			t.Errorf("%s.%s missing", c.tool, c.field)
+			continue
+		}
+		var got []string
+		for _, e := range tl.InputSchema.Properties[c.field].Enum {
+			s, _ := e.(string)
+			got = append(got, s)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.want))) {
+			t.Errorf("%s.%s enum %v, domain declares %v", c.tool, c.field, got, c.want)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	if c.Kind != CandidateNewItem {
 		return Because(ErrCandidateRequired, "candidate %s is a %s candidate: only new-item candidates are promoted", id, c.Kind)
 	}
-	if c.ReviewStatus != ReviewNeedsReview && c.ReviewStatus != ReviewApproved {
+	if !slices.Contains(OpenReviewStatuses(), c.ReviewStatus) {
 		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
 	}
 	field := func(name, candidateValue string) {
@@ -282,7 +282,7 @@ func BuildBulkUpdate(p Principal, prop *Proposal, items []Item, changes map[stri
 		return err
 	}
 	for _, it := range items {
-		if it.Status == ItemSold || it.Status == ItemArchived || it.Status == ItemPendingPickup {
+		if slices.Contains(LockedItemStatuses(), it.Status) {
 			return Because(ErrTransitionInvalid, "item %s is %s and cannot be changed", it.ID, it.Status)
 		}
 		for _, f := range names {
@@ -399,6 +399,22 @@ func BuildIdentity(p Principal, d ProposalDraft, prop *Proposal, items []Item, t
 	return nil
 }
 
+// Disposition actions: what happens to an unsold item after its sale.
+const (
+	DispositionDonate         = "donate"
+	DispositionConsign        = "consign"
+	DispositionHaulAway       = "haul_away"
+	DispositionReturnToFamily = "return_to_family"
+	DispositionBuyoutOffer    = "buyout_offer"
+)
+
+// DispositionActions lists every disposition action. The tool's input
+// enum, the live item_dispositions CHECK and check_item_proposal spell it
+// out; tests in internal/catalog and internal/sqlgen hold them to this.
+func DispositionActions() []string {
+	return []string{DispositionDonate, DispositionConsign, DispositionHaulAway, DispositionReturnToFamily, DispositionBuyoutOffer}
+}
+
 // BuildDisposition builds a disposition_action proposal for unsold items:
 // archived afterwards (withdrawn when consigned).
 func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item) error {
@@ -408,11 +424,14 @@ func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item
 		return err
 	}
 	for _, it := range items {
-		if it.Status == ItemSold || it.Status == ItemPendingPickup || it.Status == ItemArchived {
+		if slices.Contains(LockedItemStatuses(), it.Status) {
 			return Because(ErrTransitionInvalid, "item %s is %s: only unsold items get a disposition", it.ID, it.Status)
 		}
+		if !slices.Contains(DispositionActions(), action) { // after the status, as check_item_proposal
+			return Invalid("action", strings.Join(DispositionActions(), ", "))
+		}
 		to := ItemArchived
-		if action == "consign" {
+		if action == DispositionConsign {
 			to = ItemWithdrawn
 		}
 		if DispositionSteps(it.Status, to) == nil {
@@ -429,8 +448,8 @@ func BuildDisposition(p Principal, d ProposalDraft, prop *Proposal, items []Item
 		prop.Changes = append(prop.Changes, FieldChange{TargetID: prop.TargetIDs[0], Field: "counterparty", From: nil, To: cp})
 	}
 	if offer, ok := d.Fields["offer_cents"]; ok && offer != nil {
-		if action != "buyout_offer" {
-			return Invalid("offer_cents", "only with buyout_offer")
+		if action != DispositionBuyoutOffer {
+			return Invalid("offer_cents", "only with "+DispositionBuyoutOffer)
 		}
 		prop.Changes = append(prop.Changes, FieldChange{TargetID: prop.TargetIDs[0], Field: "offer_cents", From: nil, To: offer})
 	}

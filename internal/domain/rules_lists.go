@@ -69,3 +69,17 @@ func LimitClasses() []string {
 // status import caused: "imported:" + the status candidate's id. The live
 // RPC checks the whole reference as "^imported:" + IDPattern(candidate).
 const ImportedSourcePrefix = "imported:"
+
+// LockedItemStatuses lists the statuses that lock an item against a field
+// change (a bulk update, a single field update) and a disposition: it is
+// sold, on its way to the buyer, or out of inventory.
+func LockedItemStatuses() []string { return []string{ItemSold, ItemArchived, ItemPendingPickup} }
+
+// OpenReviewStatuses lists the review statuses of a candidate still open:
+// it may be promoted, and it counts against the open-candidate quota.
+func OpenReviewStatuses() []string { return []string{ReviewNeedsReview, ReviewApproved} }
+
+// OpenProposalStatuses lists the proposal statuses still waiting on a
+// decision or an execution: a proposal in one of them lapses to expired
+// once its expiry has passed.
+func OpenProposalStatuses() []string { return []string{ProposalPending, ProposalApproved} }

@@ -17,12 +17,6 @@ const (
 	cursorCandidates = "candidates"
 )
 
-var (
-	saleStatuses   = []string{domain.SaleDraft, domain.SalePublished, domain.SaleLive, domain.SaleClosed, domain.SaleArchived}
-	itemStatuses   = []string{domain.ItemDraft, domain.ItemReady, domain.ItemPublished, domain.ItemOnHold, domain.ItemPendingPickup, domain.ItemSold, domain.ItemWithdrawn, domain.ItemArchived}
-	reviewStatuses = []string{domain.ReviewNeedsReview, domain.ReviewApproved, domain.ReviewRejected, domain.ReviewPromoted}
-)
-
 // keyLayout is the keyset key format of both backends: UTC, nine
 // fractional digits.
 const keyLayout = "2006-01-02T15:04:05.000000000Z"
@@ -84,7 +78,7 @@ func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.Sa
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
-	if err := oneOf("status", q.Status, saleStatuses); err != nil {
+	if err := oneOf("status", q.Status, domain.SaleStatuses()); err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
 	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
@@ -134,7 +128,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 	if err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
-	if err := oneOf("status", q.Status, itemStatuses); err != nil {
+	if err := oneOf("status", q.Status, domain.ItemStatuses()); err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
 	args := map[string]any{"p_credential_hash": h, "p_limit": limit,
@@ -179,7 +173,7 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	if err := oneOf("review_status", q.ReviewStatus, reviewStatuses); err != nil {
+	if err := oneOf("review_status", q.ReviewStatus, domain.ReviewStatuses()); err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
 	args := map[string]any{"p_credential_hash": h, "p_limit": limit}

@@ -212,7 +212,7 @@ func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q do
 	if err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
-	if err := oneOf("to_status", q.ToStatus, itemStatuses); err != nil {
+	if err := oneOf("to_status", q.ToStatus, domain.ItemStatuses()); err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
 	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
