@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -20,24 +19,6 @@ import (
 // within 24 hours of the first execution replays it; after that the key
 // starts a new execution and PruneIdempotency may delete the old row.
 const IdempotencyTTL = 24 * time.Hour
-
-// checkWriteMeta refuses write metadata that does not belong to the
-// principal: the idempotency scope is the caller's own (tenant, client), and
-// every write is audited under an event id.
-func checkWriteMeta(p domain.Principal, w domain.WriteMeta) error {
-	k := w.Idem
-	switch {
-	case k.Key == "":
-		return domain.Invalid("idempotency_key", "required for a persisted write")
-	case k.Fingerprint == "" || k.Tool == "":
-		return fmt.Errorf("store: idempotency scope without tool or fingerprint: %w", domain.ErrInvalidInput)
-	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
-		return fmt.Errorf("store: idempotency scope is not the principal's: %w", domain.ErrInvalidInput)
-	case w.Event.ID == "":
-		return fmt.Errorf("store: write without an event id: %w", domain.ErrInvalidInput)
-	}
-	return nil
-}
 
 type idemRow struct {
 	fingerprint string

@@ -31,7 +31,7 @@ func idempotentWrite[T any](ctx context.Context, s *Store, p domain.Principal, w
 	if err := requireTenant(p); err != nil {
 		return res, out, err
 	}
-	if err := checkWriteMeta(p, w); err != nil {
+	if err := w.Check(p); err != nil {
 		return res, out, err
 	}
 	err := s.withTx(ctx, func(tx *sql.Tx) error {

@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -126,6 +127,25 @@ type WriteMeta struct {
 	Idem    IdempotencyKey
 	Event   Event
 	Started time.Time
+}
+
+// Check refuses write metadata that does not belong to p: an idempotency
+// key is required, its scope is the caller's own (tenant, client) with a
+// tool and an input fingerprint, and every write is audited under an event
+// id. Both backends check it before they write.
+func (w WriteMeta) Check(p Principal) error {
+	k := w.Idem
+	switch {
+	case k.Key == "":
+		return Invalid("idempotency_key", "required for a persisted write")
+	case k.Fingerprint == "" || k.Tool == "":
+		return fmt.Errorf("idempotency scope without tool or fingerprint: %w", ErrInvalidInput)
+	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
+		return fmt.Errorf("idempotency scope is not the principal's: %w", ErrInvalidInput)
+	case w.Event.ID == "":
+		return fmt.Errorf("write without an event id: %w", ErrInvalidInput)
+	}
+	return nil
 }
 
 // WriteOutcome tells the gate whether a write ran or replayed a stored one.

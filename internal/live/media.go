@@ -60,7 +60,7 @@ func (b *Backend) mediaWrite(ctx context.Context, p domain.Principal, w domain.W
 	if err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
-	if err := checkWriteMeta(p, w); err != nil {
+	if err := w.Check(p); err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
 	media := map[string]any{field: id, "caption": in.Caption}

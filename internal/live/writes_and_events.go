@@ -33,33 +33,16 @@ func (b *Backend) CreateCandidate(ctx context.Context, p domain.Principal, w dom
 }
 
 // writeHash is the credential hash a persisted write is made with, once
-// its metadata is found to be the principal's (checkWriteMeta).
+// its metadata is found to be the principal's (WriteMeta.Check).
 func (b *Backend) writeHash(p domain.Principal, w domain.WriteMeta) (string, error) {
 	h, err := b.hashOf(p)
 	if err != nil {
 		return "", err
 	}
-	if err := checkWriteMeta(p, w); err != nil {
+	if err := w.Check(p); err != nil {
 		return "", err
 	}
 	return h, nil
-}
-
-// checkWriteMeta refuses write metadata that does not belong to the
-// principal, exactly like the store.
-func checkWriteMeta(p domain.Principal, w domain.WriteMeta) error {
-	k := w.Idem
-	switch {
-	case k.Key == "":
-		return domain.Invalid("idempotency_key", "required for a persisted write")
-	case k.Fingerprint == "" || k.Tool == "":
-		return fmt.Errorf("live: idempotency scope without tool or fingerprint: %w", domain.ErrInvalidInput)
-	case k.TenantID != p.TenantID || k.ClientID != p.Client.ID:
-		return fmt.Errorf("live: idempotency scope is not the principal's: %w", domain.ErrInvalidInput)
-	case w.Event.ID == "":
-		return fmt.Errorf("live: write without an event id: %w", domain.ErrInvalidInput)
-	}
-	return nil
 }
 
 // normalizeEvent gives an event the shape both backends store: lists never
