@@ -10,33 +10,8 @@ import (
 )
 
 // PolicyHumanOnlyReason says why no policy can authorise a proposal ("" if
-// some policy could).
-func PolicyHumanOnlyReason(p domain.Proposal) string {
-	// The §18.2 categories no policy may authorise, whatever tools it
-	// names (publication, external delivery, notifications, disposition,
-	// archive, QR release), are the registry's HumanOnly.
-	if a, ok := domain.ActionOf(p.Action); ok && a.HumanOnly != "" {
-		return a.HumanOnly + " is never authorised by a policy"
-	}
-	if p.Requirement != domain.RequireHumanOrPolicy {
-		return "the tool requires explicit human approval"
-	}
-	if p.Impact.EstimatedCostUSD > 0 {
-		return "paid work is never authorised by a policy"
-	}
-	if len(p.TargetIDs) > domain.BroadBulkLimit {
-		return fmt.Sprintf("more than %d targets is a broad bulk change", domain.BroadBulkLimit)
-	}
-	for _, c := range p.Changes {
-		if c.Field == "price_cents" || c.Field == "price" {
-			return "financial changes are never authorised by a policy"
-		}
-		if c.Field == "status" && (c.To == domain.ItemSold || c.To == domain.ItemPendingPickup) {
-			return "sale completion is never authorised by a policy"
-		}
-	}
-	return ""
-}
+// some policy could); the rule is domain.PolicyHumanOnlyReason.
+func PolicyHumanOnlyReason(p domain.Proposal) string { return domain.PolicyHumanOnlyReason(p) }
 
 // EvaluatePolicy decides whether pol authorises proposal p to run as tool
 // now. Every clause must hold; the reason names the first that does not.
@@ -48,33 +23,11 @@ func EvaluatePolicy(pol domain.Policy, p domain.Proposal, tool string, usage dom
 		return false, "policy of another tenant"
 	case !slices.Contains(pol.AllowedTools, tool):
 		return false, "policy does not allow " + tool
-	case !now.Before(p.ExpiresAt):
-		return false, "proposal expired"
 	}
-	if r := PolicyHumanOnlyReason(p); r != "" {
+	// What the proposal holds against the policy's scope and conditions:
+	// the rule every backend re-checks at execution.
+	if r := domain.PolicyContentRefusal(pol, p, now); r != "" {
 		return false, r
-	}
-	if len(pol.Scope.EstateSaleIDs) == 0 {
-		return false, "policy has no sale scope"
-	}
-	if len(p.SaleIDs) == 0 {
-		return false, "proposal targets no sale"
-	}
-	for _, sale := range p.SaleIDs {
-		if !slices.Contains(pol.Scope.EstateSaleIDs, sale) {
-			return false, "target outside the policy's sales: " + sale
-		}
-	}
-	if pol.Conditions.MaxItemsPerRun <= 0 || len(p.TargetIDs) > pol.Conditions.MaxItemsPerRun {
-		return false, fmt.Sprintf("%d targets exceed the policy's %d per run", len(p.TargetIDs), pol.Conditions.MaxItemsPerRun)
-	}
-	for _, c := range p.Changes {
-		if !slices.Contains(pol.Conditions.PermittedFields, c.Field) {
-			return false, "field not permitted by the policy: " + c.Field
-		}
-	}
-	if pol.Conditions.RequireNoConflicts && (p.Validation.Status != "valid" || len(p.Validation.Warnings) > 0) {
-		return false, "policy requires a proposal without conflicts or warnings"
 	}
 	if usage.ActionsToday+1 > pol.Limits.MaxDailyActions {
 		return false, "policy's daily action limit reached"
