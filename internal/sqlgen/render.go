@@ -23,7 +23,7 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"public_sale_statuses", "public_item_statuses", "reportable_statuses", "status_sources",
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
-	"max_related_ids"}
+	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -102,6 +102,22 @@ CREATE OR REPLACE FUNCTION trovesnap.policy_may(p_tool text) RETURNS boolean
 		}
 	}
 	w("        SELECT coalesce(p_tool = ANY (%s), false)\n    $$;\n", array(may))
+
+	w(`
+-- policy_human_only: the §18.2 category of a proposal action that no
+-- automation policy may authorise (domain.ActionSpec.HumanOnly); NULL when
+-- a policy may.
+CREATE OR REPLACE FUNCTION trovesnap.policy_human_only(p_action text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE p_action
+`)
+	for _, a := range actions {
+		if a.HumanOnly != "" {
+			w("            WHEN %s THEN %s\n", lit(a.Action), lit(a.HumanOnly))
+		}
+	}
+	w("        END\n    $$;\n")
 
 	w(`
 -- bulk_field_perm: the permission a bulk update needs to change a field
@@ -241,6 +257,9 @@ CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS integer
 			domain.DispositionSaleStatuses()},
 		{"unsold_item_statuses", "what a closed sale leaves for disposition (domain.UnsoldItemStatuses)",
 			domain.UnsoldItemStatuses()},
+		{"financial_fields", "the fields whose change no policy authorises, as\n-- financial (domain.FinancialFields, §18.2)", domain.FinancialFields()},
+		{"sale_completion_statuses", "the item statuses a change to which no policy\n-- authorises, as sale completion (domain.SaleCompletionStatuses, §18.2)",
+			domain.SaleCompletionStatuses()},
 	} {
 		if len(s.list) == 0 {
 			return nil, fmt.Errorf("%s: empty list", s.name)
