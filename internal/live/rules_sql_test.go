@@ -50,6 +50,9 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 		if got := query("SELECT trovesnap.policy_may($1)", a.Tool).(bool); got != a.PolicyMay() {
 			t.Errorf("policy_may(%s) = %v, registry %v", a.Tool, got, a.PolicyMay())
 		}
+		if got, _ := query("SELECT trovesnap.policy_human_only($1)", a.Action).(string); got != a.HumanOnly {
+			t.Errorf("policy_human_only(%s) = %q, registry %q", a.Action, got, a.HumanOnly)
+		}
 		if a.PolicyMay() {
 			policyTools = append(policyTools, a.Tool)
 		}
@@ -128,7 +131,8 @@ func TestGeneratedRules_AnswerAsTheDomainForEveryInput(t *testing.T) {
 		"status_sources": domain.StatusSources(), "grant_statuses": domain.GrantStatuses(), "grant_issuers": domain.GrantIssuers(),
 		"policy_statuses": domain.PolicyStatuses(), "client_statuses": domain.ClientStatuses(),
 		"review_statuses": domain.ReviewStatuses(), "label_batch_statuses": domain.LabelBatchStatuses(),
-		"disposition_sale_statuses": domain.DispositionSaleStatuses(), "unsold_item_statuses": domain.UnsoldItemStatuses()} {
+		"disposition_sale_statuses": domain.DispositionSaleStatuses(), "unsold_item_statuses": domain.UnsoldItemStatuses(),
+		"financial_fields": domain.FinancialFields(), "sale_completion_statuses": domain.SaleCompletionStatuses()} {
 		if got := texts(query("SELECT trovesnap." + fn + "()")); !slices.Equal(got, want) {
 			t.Errorf("%s() = %v, domain %v", fn, got, want)
 		}
@@ -148,7 +152,9 @@ func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
 		"'available'", ", 50)", "> 8 ", "at most 8", "> 20 ", "and 20'", "> 10000", "<= 500", "> 500", "<= 100", "1:100]",
 		"'name') > 100", "'required, at most 100"}
 	for fn, calls := range map[string][]string{
-		"mcp_execute_proposal":   {"trovesnap.tool_perms(p_tool)"},
+		"mcp_execute_proposal": {"trovesnap.tool_perms(p_tool)", "trovesnap.policy_refusal(pol, pr)"},
+		"policy_refusal": {"trovesnap.policy_human_only(pr.action)", "trovesnap.broad_bulk_limit()",
+			"trovesnap.financial_fields()", "trovesnap.sale_completion_statuses()"},
 		"seller_validate_policy": {"trovesnap.policy_may(v)", "trovesnap.broad_bulk_limit()", "trovesnap.policy_name_max()"},
 		"mcp_list_sales":         {"trovesnap.sale_statuses()"},
 		"mcp_list_items":         {"trovesnap.item_statuses()"},
