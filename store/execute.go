@@ -146,6 +146,12 @@ func (s *Store) consumeAuthority(ctx context.Context, tx *sql.Tx, prop domain.Pr
 		case pol.Status != domain.PolicyActive || pol.Version != auth.PolicyVersion:
 			return "", domain.Because(domain.ErrApprovalRevoked, "policy %s changed (now v%d, %s)", pol.ID, pol.Version, pol.Status)
 		}
+		// What the gate decides on the proposal's content (scope, items per
+		// run, fields, conflicts, the §18.2 categories): a caller naming a
+		// policy directly must not skip it.
+		if r := domain.PolicyContentRefusal(pol, prop, now); r != "" {
+			return "", domain.Because(domain.ErrApprovalRequired, "proposal %s is not authorised by policy %s: %s", prop.ID, pol.ID, r)
+		}
 		u, err := s.policyUsage(ctx, tx, pol.ID, now)
 		if err != nil {
 			return "", err

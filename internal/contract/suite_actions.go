@@ -26,6 +26,7 @@ func runActions(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("Actions/StatusTransitionRefused", func(t *testing.T) { testStatusTransitionRefused(t, open(t)) })
 	t.Run("Actions/ArchiveItem", func(t *testing.T) { testArchiveItem(t, open(t)) })
 	t.Run("Actions/StatusByPolicy", func(t *testing.T) { testStatusByPolicy(t, open(t)) })
+	t.Run("Actions/PolicyConditionsAtExecution", func(t *testing.T) { testPolicyConditionsAtExecution(t, open(t)) })
 	t.Run("Actions/BulkUpdate", func(t *testing.T) { testBulkUpdate(t, open(t)) })
 	t.Run("Actions/BulkUpdateRefused", func(t *testing.T) { testBulkUpdateRefused(t, open(t)) })
 	t.Run("Actions/BindIdentity", func(t *testing.T) { testBindIdentity(t, open(t)) })
@@ -432,6 +433,49 @@ func testStatusByPolicy(t *testing.T, in Instance) {
 	wantErr(t, err, domain.ErrApprovalInvalid, "a policy that does not name the archive tool")
 	f.unchanged(before, "a policy authorising an archive")
 	f.sameItem(arch, "a policy authorising an archive")
+}
+
+// A caller naming a policy directly gets no more than the gate would give
+// it: ExecuteProposal itself refuses what the policy's scope, items per
+// run and fields do not cover, and sale completion (issue 15, finding 2),
+// with nothing changed.
+func testPolicyConditionsAtExecution(t *testing.T, in Instance) {
+	f := newFlow(t, in)
+	admin := in.Admin(t, fixtures.DemoTenantID, fixtures.DemoUserID)
+	policy := func(name string, sales, fields []string) domain.Policy {
+		pol, err := admin.CreatePolicy(ctx, domain.Policy{TenantID: fixtures.DemoTenantID, Name: name,
+			AllowedTools: []string{toolUpdateStatus, toolBulkUpdate}, Scope: domain.PolicyScope{EstateSaleIDs: sales},
+			Conditions: domain.PolicyConditions{MaxItemsPerRun: 1, PermittedFields: fields},
+			Limits:     domain.PolicyLimits{MaxDailyActions: 5}, CreatedBy: fixtures.DemoUserID})
+		if err != nil {
+			t.Fatalf("CreatePolicy: %v", err)
+		}
+		if pol, err = admin.SetPolicyStatus(ctx, pol.ID, domain.PolicyActive, fixtures.DemoUserID); err != nil {
+			t.Fatalf("enable policy: %v", err)
+		}
+		return pol
+	}
+	draftOnly := policy("Draft sale rooms", []string{fixtures.DraftSaleID}, []string{"room", "status", "effective_at"})
+	rooms := policy("Published sale rooms", []string{fixtures.PublishedSaleID}, []string{"room", "status", "effective_at"})
+	rug, sofa := f.itemNow(actRug), f.itemNow(actSofa)
+	for _, c := range []struct {
+		what string
+		pol  domain.Policy
+		d    domain.ProposalDraft
+	}{
+		{"a hold outside the policy's sales", draftOnly, statusDraft(rug.ID, rug.Version, domain.ItemOnHold, actEffectiveAt, "")},
+		{"a sale completion in scope", rooms, statusDraft(rug.ID, rug.Version, domain.ItemSold, actEffectiveAt, "")},
+		{"a field the policy does not permit", rooms, bulkDraft(map[string]any{"title": "Rug"}, rug)},
+		{"more items than per run", rooms, bulkDraft(map[string]any{"room": "garage"}, rug, sofa)},
+	} {
+		prop := f.mustPropose(c.d)
+		before := in.Counts(t)
+		_, _, err := f.execute(f.b, f.owner, prop, domain.Authorization{Decision: "allowed_by_policy", PolicyID: c.pol.ID,
+			PolicyVersion: c.pol.Version, ProposalHash: prop.Hash})
+		wantErr(t, err, domain.ErrApprovalRequired, c.what)
+		f.unchanged(before, c.what)
+		f.sameItem(rug, c.what)
+	}
 }
 
 func testBulkUpdate(t *testing.T, in Instance) {
