@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
@@ -28,7 +30,7 @@ var templates struct {
 // seeding clock of the template.
 func seededCopy(t testing.TB, path string, ds domain.Dataset, clock domain.Clock) {
 	t.Helper()
-	key := DatasetDigest(ds)
+	key := DatasetDigest(ds) + "@" + clock.Now().UTC().Format(time.RFC3339Nano) // the seed and its seeding time
 	templates.Lock()
 	defer templates.Unlock()
 	src, ok := templates.files[key]
@@ -40,7 +42,7 @@ func seededCopy(t testing.TB, path string, ds domain.Dataset, clock domain.Clock
 			}
 			templates.dir, templates.files = dir, map[string]string{}
 		}
-		src = filepath.Join(templates.dir, key[len(key)-16:]+".db")
+		src = filepath.Join(templates.dir, fmt.Sprintf("%d.db", len(templates.files)))
 		s, err := Open(context.Background(), src, Options{Clock: clock, Seed: &ds})
 		if err != nil {
 			t.Fatalf("seed template: %v", err)
