@@ -7,7 +7,7 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
-// proposals are the §14 proposal tools, and the read of one proposal.
+// proposals are the §14 proposal tools (the read of one proposal is a scoped read).
 var proposals = []func() Tool{
 	proposeCandidatePromotion,
 	proposeItemPublication,
@@ -18,7 +18,6 @@ var proposals = []func() Tool{
 	proposeIdentityBinding,
 	proposeDispositionAction,
 	proposeExportDelivery,
-	getProposal,
 }
 
 // Proposal tools (spec §14) build an immutable action proposal: exact

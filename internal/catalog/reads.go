@@ -23,6 +23,7 @@ var scopedReads = []func() Tool{
 	listStatusEvents,
 	listLabelBatches,
 	getDispositionQueue,
+	getProposal, // defined beside the proposal tools (proposals.go)
 }
 
 var bothModes = []domain.Mode{domain.ModeMock, domain.ModeLive}

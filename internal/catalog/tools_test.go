@@ -74,6 +74,7 @@ func TestCatalog_SpecToolNames(t *testing.T) {
 			// A tool beyond the spec's lists is allowed: the lists are the
 			// floor, and every rule below (forbidden capabilities, authority
 			// fields, tiers, the action registry) holds over All().
+			// TestCatalog_EachTierFileListsOnlyItsTier holds its tier.
 			t.Logf("%s is beyond the tools spec §11–§14/§16 names", tool.Name)
 		case tool.Tier != tier:
 			t.Errorf("%s: tier %s, want %s", tool.Name, tool.Tier, tier)
@@ -487,6 +488,33 @@ func TestCatalog_TagEnumsAreTheDomains(t *testing.T) {
 		}
 		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.want))) {
 			t.Errorf("%s.%s enum %v, domain declares %v", c.tool, c.field, got, c.want)
+		}
+	}
+}
+
+// Each tier's file lists only tools of that tier, so a tool beyond the
+// spec's lists (which TestCatalog_SpecToolNames allows) still gets the tier
+// of the file it is added to, and a tool cannot be filed as a read by
+// mistake.
+func TestCatalog_EachTierFileListsOnlyItsTier(t *testing.T) {
+	for _, l := range []struct {
+		name string
+		list []func() Tool
+		tier Tier
+	}{
+		{"publicReads", publicReads, TierPublicRead},
+		{"scopedReads", scopedReads, TierTenantRead},
+		{"candidateWrites", candidateWrites, TierCandidateWrite},
+		{"proposals", proposals, TierActionProposal},
+		{"controlledActions", controlledActions, TierControlledAction},
+	} {
+		if len(l.list) == 0 {
+			t.Errorf("%s is empty", l.name)
+		}
+		for _, c := range l.list {
+			if tool := c(); tool.Tier != l.tier {
+				t.Errorf("%s lists %s of tier %s, want %s", l.name, tool.Name, tool.Tier, l.tier)
+			}
 		}
 	}
 }
