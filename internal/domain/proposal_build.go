@@ -42,6 +42,16 @@ func StartProposal(p Principal, d ProposalDraft, now time.Time, maxBulkTargets i
 		Changes: []FieldChange{}, Validation: ProposalValidation{Status: "valid", Warnings: []string{}, Errors: []string{}},
 		CreatedAt: now, ExpiresAt: now.Add(ttl), SaleIDs: []string{},
 	}
+	// The action's executing tool and approval are the registry's, whoever
+	// built the draft: a draft that names another tool or a weaker
+	// approval is refused, never stored.
+	spec, ok := ActionOf(d.Action)
+	switch {
+	case !ok:
+		return prop, Invalid("action", fmt.Sprintf("%q is not a controlled action", d.Action))
+	case d.Tool.Name != spec.Tool || d.Requirement != spec.Requirement:
+		return prop, Invalid("action", fmt.Sprintf("%s is executed by %s under %s approval", d.Action, spec.Tool, spec.Requirement))
+	}
 	if len(d.TargetIDs) == 0 {
 		return prop, Invalid("targets", "at least one target")
 	}

@@ -107,20 +107,22 @@ func Actions() []ActionSpec {
 	return out
 }
 
-// ActionOf finds a proposal action's declaration.
+// ActionOf finds a proposal action's declaration (a copy).
 func ActionOf(action string) (ActionSpec, bool) {
-	for _, a := range Actions() {
+	for _, a := range actions {
 		if a.Action == action {
+			a.Permissions = slices.Clone(a.Permissions)
 			return a, true
 		}
 	}
 	return ActionSpec{}, false
 }
 
-// ActionByTool finds the action a controlled tool executes.
+// ActionByTool finds the action a controlled tool executes (a copy).
 func ActionByTool(tool string) (ActionSpec, bool) {
-	for _, a := range Actions() {
+	for _, a := range actions {
 		if a.Tool == tool {
+			a.Permissions = slices.Clone(a.Permissions)
 			return a, true
 		}
 	}

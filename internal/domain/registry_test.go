@@ -1,8 +1,10 @@
 package domain
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The registry declares each action once: unique actions and executing
@@ -66,6 +68,33 @@ func TestRegistry_EveryActionReportsItsDomainFunction(t *testing.T) {
 	for _, a := range Actions() {
 		if got := DomainFunction(a.Action); got != a.Operation {
 			t.Errorf("DomainFunction(%s) = %q, want %q", a.Action, got, a.Operation)
+		}
+	}
+}
+
+// A draft that pairs its action with another executing tool or a weaker
+// approval than the registry's is refused by StartProposal, in every
+// backend that builds proposals with it; the registry's own pairing passes.
+func TestRegistry_StartProposalHoldsTheDraftToTheRegistry(t *testing.T) {
+	p := Principal{TenantID: "tenant_1", ActorID: "user_1", Role: RoleOwner}
+	draft := func(action, tool, req string) ProposalDraft {
+		return ProposalDraft{Action: action, Tool: ExecutingTool{Name: tool, Version: "1.0.0"}, Requirement: req,
+			TargetIDs: []string{"item_1"}, ExpectedVersions: []TargetVersion{{ID: "item_1", Version: 1}}}
+	}
+	for _, a := range Actions() {
+		if _, err := StartProposal(p, draft(a.Action, a.Tool, a.Requirement), time.Unix(0, 0), 50); err != nil {
+			t.Errorf("%s with its registry pairing: %v", a.Action, err)
+		}
+	}
+	var ie *InputError
+	for name, d := range map[string]ProposalDraft{
+		"release under the bind tool":          draft(ActionReleaseIdentity, "trove_bind_item_identity", RequireHumanOrPolicy),
+		"archive under the status tool":        draft(ActionArchiveItem, "trove_update_item_status", RequireExplicitHuman),
+		"publication with policy approval":     draft(ActionPublishItem, "trove_publish_item", RequireHumanOrPolicy),
+		"an action the registry does not know": draft("delete_everything", "trove_publish_item", RequireExplicitHuman),
+	} {
+		if _, err := StartProposal(p, d, time.Unix(0, 0), 50); !errors.As(err, &ie) || ie.Field != "action" {
+			t.Errorf("%s: %v, want invalid_input on action", name, err)
 		}
 	}
 }
