@@ -38,7 +38,7 @@ type Options struct {
 	// structuredContent is sent either way and the schemas are versioned in
 	// the catalog. Clients that validate results can turn it on.
 	OutputSchemas bool
-	// Admitter, when set, admitted every tools/call at the stdio guard
+	// Admitter, when set, admits every tools/call at the stdio guard
 	// (serve the server on Admitter.StdioTransport only): the gate takes its
 	// verdict instead of applying the admission rule again.
 	Admitter *Admitter

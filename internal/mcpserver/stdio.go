@@ -253,8 +253,12 @@ func (c *guardConn) frameLimit(sc *lineScan) int {
 // any other refused call. Any other tools/call takes its bytes from the
 // gate's budget first (waiting, with stdin unread, for calls in flight to
 // answer) or is refused as busy. Either way the SDK gets the call with its
-// arguments held aside (see Admitter). Only a line that is not an
-// identifiable tools/call gets a JSON-RPC error.
+// arguments held aside (see Admitter). A JSON-RPC error answers a line
+// that is not an identifiable tools/call, and — before the gate, so with no
+// event — a tools/call whose id is already in flight (answered with a null
+// id, so the first call keeps its own) or that would exceed the requests in
+// flight: these are refusals of the session's framing, not of a call the
+// gate could attribute, and the client's rejected budget is not charged.
 func (c *guardConn) judge(line []byte, sc *lineScan) (jsonrpc.Message, []byte) {
 	if c.adm != nil && sc.toolCall() {
 		if id, ok := sc.jsonrpcID(); ok {
