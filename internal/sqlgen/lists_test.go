@@ -12,71 +12,90 @@ import (
 
 // heldList is one list the live SQL spells out, at where (a key of
 // liveSchema.texts()), as the IN-list that follows lhs; want is its one
-// declaration in internal/domain.
+// declaration in internal/domain. lookup, when set, names the generated
+// function (one of sqlgen.Functions) whose list a CHECK on lhs calls
+// instead: lhs = ANY (trovesnap.<lookup>()) must be there, and be the only
+// generated list lhs is tested against.
 type heldList struct {
 	where, lhs string
 	want       []string
+	lookup     string
 }
 
 func heldLists() []heldList {
 	col := func(tc string, want []string) heldList {
-		return heldList{"column trovesnap." + tc, tc[strings.Index(tc, ".")+1:], want}
+		return heldList{"column trovesnap." + tc, tc[strings.Index(tc, ".")+1:], want, ""}
+	}
+	// gen is a column whose CHECK calls the generated lookup instead of
+	// spelling the list out.
+	gen := func(tc, lookup string, want []string) heldList {
+		h := col(tc, want)
+		h.lookup = lookup
+		return h
 	}
 	return []heldList{
 		col("memberships.role", domain.Roles()),
-		col("mcp_clients.status", domain.ClientStatuses()),
+		gen("mcp_clients.status", "client_statuses", domain.ClientStatuses()),
 		col("mcp_clients.trust_level", domain.TrustLevels),
 		col("mcp_clients.risk_class", domain.RiskClasses),
-		col("estate_sales.status", domain.SaleStatuses()),
+		gen("estate_sales.status", "sale_statuses", domain.SaleStatuses()),
 		col("estate_sales.visibility", domain.SaleVisibilities()),
 		col("estate_sales.address_policy", domain.AddressPolicies()),
-		col("items.status", domain.ItemStatuses()),
-		col("inventory_candidates.review_status", domain.ReviewStatuses()),
+		gen("items.status", "item_statuses", domain.ItemStatuses()),
+		gen("inventory_candidates.review_status", "review_statuses", domain.ReviewStatuses()),
 		col("plugin_events.outcome", domain.Outcomes()),
-		col("proposals.status", domain.ProposalStatuses()),
-		col("approval_grants.status", domain.GrantStatuses()),
-		col("approval_grants.issuer_type", domain.GrantIssuers()),
-		col("automation_policies.status", domain.PolicyStatuses()),
-		col("item_status_events.from_status", domain.ItemStatuses()),
-		col("item_status_events.to_status", domain.ItemStatuses()),
-		col("item_status_events.source_type", domain.StatusSources()),
-		col("label_batches.status", domain.LabelBatchStatuses()),
+		gen("proposals.status", "proposal_statuses", domain.ProposalStatuses()),
+		gen("approval_grants.status", "grant_statuses", domain.GrantStatuses()),
+		gen("approval_grants.issuer_type", "grant_issuers", domain.GrantIssuers()),
+		gen("automation_policies.status", "policy_statuses", domain.PolicyStatuses()),
+		gen("item_status_events.from_status", "item_statuses", domain.ItemStatuses()),
+		gen("item_status_events.to_status", "item_statuses", domain.ItemStatuses()),
+		gen("item_status_events.source_type", "status_sources", domain.StatusSources()),
+		gen("label_batches.status", "label_batch_statuses", domain.LabelBatchStatuses()),
 		col("candidate_item_changes.kind", domain.ItemChangeKinds()),
-		col("candidate_item_changes.reported_status", domain.ReportableStatuses),
+		gen("candidate_item_changes.reported_status", "reportable_statuses", domain.ReportableStatuses),
 		col("source_assets.mime_type", domain.MediaTypes),
 		col("export_drafts.channel", domain.ExportChannels),
 		col("export_drafts.status", domain.ExportStatuses()),
 		col("outbound_requests.kind", domain.OutboundKinds()),
 		col("outbound_requests.status", domain.OutboundStatuses()),
 		col("item_dispositions.action", domain.DispositionActions()),
-		{"function trovesnap.record_event", "coalesce(p_body ->> 'outcome', '')", domain.Outcomes()},
-		{"function public.mcp_run_import", "coalesce(v_kind, '')", domain.ImportKinds()},
-		{"function public.mcp_run_import", "coalesce(r ->> 'kind', '')", domain.ImportRowKinds()},
-		{"function public.mcp_stage_export", "coalesce(v_channel, '')", domain.ExportChannels},
-		{"function public.mcp_draft_listing_copy", "coalesce(v_tone, '')", domain.DraftTones},
-		{"function trovesnap.media_input", "coalesce(p_media ->> 'mime_type', '')", domain.MediaTypes},
-		{"function public.mcp_consume_rate", "coalesce(p_class, '')", domain.LimitClasses()},
-		{"function trovesnap.check_item_proposal", "v_act", domain.DispositionActions()},
-		{"function public.mcp_create_proposal", "v_facts ->> 'status'", domain.ExportDeliverableStatuses()},
-		{"function trovesnap.deliver_export", "e.status", domain.ExportDeliverableStatuses()},
-		{"function trovesnap.target_version", "e.status", domain.ExportDeliverableStatuses()},
-		{"function public.seller_current_versions", "x.status", domain.ExportDeliverableStatuses()},
-		{"function public.mcp_create_proposal", "s.status", domain.PublicSaleStatuses},
-		{"function trovesnap.check_item_proposal", "i.status", domain.LockedItemStatuses()},
-		{"function trovesnap.update_item_fields", "i.status", domain.LockedItemStatuses()},
-		{"function trovesnap.candidate_is_open", "p_status", domain.OpenReviewStatuses()},
-		{"function trovesnap.promote_inventory_candidate", "c.review_status", domain.OpenReviewStatuses()},
-		{"function public.mcp_create_proposal", "c.review_status", domain.OpenReviewStatuses()},
-		{"function trovesnap.proposal_status", "pr.status", domain.OpenProposalStatuses()},
-		{"policy trovesnap.estate_sales/public_read", "status", domain.PublicSaleStatuses},
-		{"policy trovesnap.items/public_read", "s.status", domain.PublicSaleStatuses},
-		{"policy trovesnap.items/public_read", "status", domain.PublicItemStatuses()},
+		{"function trovesnap.record_event", "coalesce(p_body ->> 'outcome', '')", domain.Outcomes(), ""},
+		{"function public.mcp_run_import", "coalesce(v_kind, '')", domain.ImportKinds(), ""},
+		{"function public.mcp_run_import", "coalesce(r ->> 'kind', '')", domain.ImportRowKinds(), ""},
+		{"function public.mcp_stage_export", "coalesce(v_channel, '')", domain.ExportChannels, ""},
+		{"function public.mcp_draft_listing_copy", "coalesce(v_tone, '')", domain.DraftTones, ""},
+		{"function trovesnap.media_input", "coalesce(p_media ->> 'mime_type', '')", domain.MediaTypes, ""},
+		{"function public.mcp_consume_rate", "coalesce(p_class, '')", domain.LimitClasses(), ""},
+		{"function trovesnap.check_item_proposal", "v_act", domain.DispositionActions(), ""},
+		{"function public.mcp_create_proposal", "v_facts ->> 'status'", domain.ExportDeliverableStatuses(), ""},
+		{"function trovesnap.deliver_export", "e.status", domain.ExportDeliverableStatuses(), ""},
+		{"function trovesnap.target_version", "e.status", domain.ExportDeliverableStatuses(), ""},
+		{"function public.seller_current_versions", "x.status", domain.ExportDeliverableStatuses(), ""},
+		{"function public.mcp_create_proposal", "s.status", domain.PublicSaleStatuses, ""},
+		{"function trovesnap.check_item_proposal", "i.status", domain.LockedItemStatuses(), ""},
+		{"function trovesnap.update_item_fields", "i.status", domain.LockedItemStatuses(), ""},
+		{"function trovesnap.candidate_is_open", "p_status", domain.OpenReviewStatuses(), ""},
+		{"function trovesnap.promote_inventory_candidate", "c.review_status", domain.OpenReviewStatuses(), ""},
+		{"function public.mcp_create_proposal", "c.review_status", domain.OpenReviewStatuses(), ""},
+		{"function trovesnap.proposal_status", "pr.status", domain.OpenProposalStatuses(), ""},
+		{"policy trovesnap.estate_sales/public_read", "status", domain.PublicSaleStatuses, ""},
+		{"policy trovesnap.items/public_read", "s.status", domain.PublicSaleStatuses, ""},
+		{"policy trovesnap.items/public_read", "status", domain.PublicItemStatuses(), ""},
 	}
 }
 
-// generatedRE matches a CHECK that calls a generated status list instead of
-// spelling one out: sqlgen's golden test holds those to domain.
-var generatedRE = regexp.MustCompile(`=\s*ANY\s*\(\s*trovesnap\.(\w+)\(\)\s*\)`)
+// lookups names every generated list lhs (ending a word) is tested against
+// in text — lhs = ANY (trovesnap.f()) — in order: sqlgen's golden test
+// holds each such function to domain.
+func lookups(text, lhs string) []string {
+	re := regexp.MustCompile(`(?:^|[^\w.>])` + regexp.QuoteMeta(lhs) + `\s*=\s*ANY\s*\(\s*trovesnap\.(\w+)\(\)\s*\)`)
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
 
 // found is one IN-list in a text: its values and where they start.
 type found struct {
@@ -112,12 +131,24 @@ func TestLists_LiveSQLListsAreTheDomains(t *testing.T) {
 			continue
 		}
 		lists := inLists(text, h.lhs)
-		if len(lists) == 0 {
-			if g := generatedRE.FindStringSubmatch(text); g != nil && slices.Contains(sqlgen.Functions, g[1]) {
-				continue
+		calls := lookups(text, h.lhs)
+		switch {
+		case h.lookup != "":
+			if !slices.Contains(sqlgen.Functions, h.lookup) {
+				t.Errorf("%s: held to trovesnap.%s(), which sqlgen does not generate", h.where, h.lookup)
 			}
-			t.Errorf("%s: no %s IN (…) and no generated list in %q", h.where, h.lhs, text)
-			continue
+			if len(calls) == 0 {
+				t.Errorf("%s: no %s = ANY (trovesnap.%s()) in %q", h.where, h.lhs, h.lookup, text)
+			}
+			for _, c := range calls {
+				if c != h.lookup {
+					t.Errorf("%s: %s = ANY (trovesnap.%s()), want trovesnap.%s()", h.where, h.lhs, c, h.lookup)
+				}
+			}
+		case len(calls) > 0:
+			t.Errorf("%s: %s = ANY (trovesnap.%s()), but no generated lookup is held for it here", h.where, h.lhs, strings.Join(calls, "(), trovesnap."))
+		case len(lists) == 0:
+			t.Errorf("%s: no %s IN (…) in %q", h.where, h.lhs, text)
 		}
 		for _, l := range lists {
 			if !sameSet(l.vals, h.want) {
