@@ -459,23 +459,39 @@ func testPolicyConditionsAtExecution(t *testing.T, in Instance) {
 	rooms := policy("Published sale rooms", []string{fixtures.PublishedSaleID}, []string{"room", "status", "effective_at"})
 	rug, sofa := f.itemNow(actRug), f.itemNow(actSofa)
 	for _, c := range []struct {
-		what string
-		pol  domain.Policy
-		d    domain.ProposalDraft
+		what, reason string // reason: the refusal's words, the same in both backends
+		pol          domain.Policy
+		d            domain.ProposalDraft
 	}{
-		{"a hold outside the policy's sales", draftOnly, statusDraft(rug.ID, rug.Version, domain.ItemOnHold, actEffectiveAt, "")},
-		{"a sale completion in scope", rooms, statusDraft(rug.ID, rug.Version, domain.ItemSold, actEffectiveAt, "")},
-		{"a field the policy does not permit", rooms, bulkDraft(map[string]any{"title": "Rug"}, rug)},
-		{"more items than per run", rooms, bulkDraft(map[string]any{"room": "garage"}, rug, sofa)},
+		{"a hold outside the policy's sales", "target outside the policy's sales", draftOnly, statusDraft(rug.ID, rug.Version, domain.ItemOnHold, actEffectiveAt, "")},
+		{"a sale completion in scope", "sale completion is never authorised by a policy", rooms, statusDraft(rug.ID, rug.Version, domain.ItemSold, actEffectiveAt, "")},
+		{"a field the policy does not permit", "field not permitted by the policy: title", rooms, bulkDraft(map[string]any{"title": "Rug"}, rug)},
+		{"more items than per run", "2 targets exceed the policy's 1 per run", rooms, bulkDraft(map[string]any{"room": "garage"}, rug, sofa)},
 	} {
 		prop := f.mustPropose(c.d)
 		before := in.Counts(t)
 		_, _, err := f.execute(f.b, f.owner, prop, domain.Authorization{Decision: "allowed_by_policy", PolicyID: c.pol.ID,
 			PolicyVersion: c.pol.Version, ProposalHash: prop.Hash})
 		wantErr(t, err, domain.ErrApprovalRequired, c.what)
+		if !strings.Contains(err.Error(), c.reason) {
+			t.Fatalf("%s: refused with %q, want the reason %q", c.what, err, c.reason)
+		}
 		f.unchanged(before, c.what)
 		f.sameItem(rug, c.what)
+		f.sameItem(sofa, c.what)
 	}
+	// The control: what the policy does allow runs under it, so the
+	// refusals above are the conditions', not the policy path's.
+	prop := f.mustPropose(bulkDraft(map[string]any{"room": "garage"}, rug))
+	res, _, err := f.execute(f.b, f.owner, prop, domain.Authorization{Decision: "allowed_by_policy", PolicyID: rooms.ID,
+		PolicyVersion: rooms.Version, ProposalHash: prop.Hash})
+	if err != nil || res.Approval.Decision != "allowed_by_policy" || res.Approval.PolicyID == nil || *res.Approval.PolicyID != rooms.ID {
+		t.Fatalf("a room change within the policy: %+v, %v", res, err)
+	}
+	if got := f.itemNow(rug.ID); got.Room != "garage" || got.Version != rug.Version+1 {
+		t.Fatalf("the rug after the permitted change: room %q, version %d (was %d)", got.Room, got.Version, rug.Version)
+	}
+	f.sameItem(sofa, "the permitted change")
 }
 
 func testBulkUpdate(t *testing.T, in Instance) {
