@@ -145,10 +145,15 @@ func testReviewProposalAcrossSales(t *testing.T, in Instance) {
 	if !slices.Equal(slices.Sorted(slices.Values(bulk.SaleIDs)), []string{fixtures.PublishedSaleID, fixtures.LiveSaleID}) {
 		t.Fatalf("the bulk proposal names sales %v, want both", bulk.SaleIDs)
 	}
+	// The owner (unscoped) approves it first, so the grant hidden below
+	// from the scoped member is a real grant, which the owner sees.
+	g := f.approve(bulk)
+	f.wantGrant(bulk, g.ID, domain.GrantActive)
 	before := in.Counts(t)
 
 	// A client of the scoped cataloger (sale_223 only): get refused like a
-	// missing proposal, and no grant of it shows.
+	// missing proposal, and its grant does not show — the approval state
+	// answers as for a proposal that does not exist.
 	sp := resolve(t, f.b, CredScoped)
 	if !sp.SaleScoped || !slices.Equal(sp.AssignedSaleIDs, []string{fixtures.LiveSaleID}) {
 		t.Fatalf("scoped principal = %+v", sp)
@@ -156,8 +161,11 @@ func testReviewProposalAcrossSales(t *testing.T, in Instance) {
 	_, missing := f.b.GetProposal(ctx, sp, "proposal_404")
 	_, err := f.b.GetProposal(ctx, sp, bulk.ID)
 	wantMissingProposal(t, err, bulk.ID, missing)
+	if gs, _, _, err := f.b.ApprovalState(ctx, sp, "proposal_404", bulk.Tool.Name); err != nil || len(gs) != 0 {
+		t.Fatalf("approval state of a missing proposal = %+v, %v; want no grant", gs, err)
+	}
 	if gs, _, _, err := f.b.ApprovalState(ctx, sp, bulk.ID, bulk.Tool.Name); err != nil || len(gs) != 0 {
-		t.Fatalf("approval state of the two-sale proposal = %+v, %v; want no grant", gs, err)
+		t.Fatalf("approval state of the two-sale proposal = %+v, %v; want no grant, as for a missing proposal (the owner sees %s)", gs, err, g.ID)
 	}
 
 	// The scoped manager's approval surface (sale_223 only): not listed,
@@ -176,16 +184,14 @@ func testReviewProposalAcrossSales(t *testing.T, in Instance) {
 	_, err = in.Grants(t, fixtures.DemoTenantID, ScopedManagerUserID).IssueGrant(ctx, grantFor(bulk, ScopedManagerUserID))
 	wantMissingProposal(t, err, bulk.ID, missing)
 	f.unchanged(before, "a scoped member's reads and approval of a two-sale proposal")
-	if gs := f.grants(bulk); len(gs) != 0 {
-		t.Fatalf("the two-sale proposal has grants %+v", gs)
-	}
+	f.wantGrant(bulk, g.ID, domain.GrantActive)
 
-	// The owner (unscoped) lists and reads it.
+	// The owner (unscoped) lists and reads it, approved by its grant alone.
 	all, err := in.Admin(t, fixtures.DemoTenantID, fixtures.DemoUserID).ListProposals(ctx, fixtures.DemoTenantID, "")
 	if err != nil || !slices.ContainsFunc(all, func(p domain.Proposal) bool { return p.ID == bulk.ID }) {
 		t.Fatalf("the owner's list lacks %s: %v", bulk.ID, err)
 	}
-	if got := f.proposal(bulk.ID); got.Hash != bulk.Hash || got.Status != domain.ProposalPending {
+	if got := f.proposal(bulk.ID); got.Hash != bulk.Hash || got.Status != domain.ProposalApproved {
 		t.Fatalf("the owner reads %+v", got)
 	}
 }
