@@ -74,13 +74,23 @@ func probe(ctx context.Context, path string) error {
 	db.SetMaxOpenConns(1)
 
 	var appID, userVersion, tables int
+	// The three values are read in one read transaction, so from one
+	// snapshot: read one by one, another process's first migration could
+	// commit between them, and its tables would be counted beside the
+	// application_id of the empty file before it (found by a concurrent
+	// first open).
 	read := func() error {
-		err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		err = tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
 		if err == nil {
-			err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+			err = tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
 		}
 		if err == nil {
-			err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").Scan(&tables)
+			err = tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").Scan(&tables)
 		}
 		return err
 	}
