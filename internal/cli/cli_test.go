@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -177,25 +178,51 @@ func TestMode_LiveWithoutConfigRefusesToStart(t *testing.T) {
 	}
 }
 
-// A seller's machine configures the project with its anon key only: the
-// seller commands are live there, but the MCP server refuses to start
-// without the server key (exit 3), naming the variable, never a value, and
-// writes nothing.
-func TestMode_AnonKeyOnlyIsLiveButCannotServe(t *testing.T) {
+// A host is configured by the project URL and its public key only. A host
+// that still sets the retired shared server key, or that was given a
+// secret key as its "public" key (a service-role JWT, an sb_secret_ key),
+// is refused before anything opens (exit 3), naming the variable, never
+// the value, and writes nothing.
+func TestMode_SharedOrSecretKeysAreRefused(t *testing.T) {
+	enc := base64.RawURLEncoding
+	jwt := func(role string) string {
+		return enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." +
+			enc.EncodeToString([]byte(`{"role":"`+role+`","iss":"supabase"}`)) + ".c2lnbmF0dXJlLXZhbHVl"
+	}
+	for name, c := range map[string]struct{ retired, anon, want string }{
+		"retired server key":   {jwt("trovesnap_mcp"), jwt("anon"), "TROVESNAP_SUPABASE_KEY is set"},
+		"service role as anon": {"", jwt("service_role"), "SUPABASE_ANON_KEY is not the project's public"},
+		"secret key as anon":   {"", "sb_secret_abcdefghijklmnop", "SUPABASE_ANON_KEY is not the project's public"},
+		"malformed jwt":        {"", "a.%%%.c", "SUPABASE_ANON_KEY is not the project's public"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env, dir := tempEnv(t)
+			env["SUPABASE_URL"] = "http://127.0.0.1:9"
+			env["SUPABASE_ANON_KEY"] = c.anon
+			if c.retired != "" {
+				env["TROVESNAP_SUPABASE_KEY"] = c.retired
+			}
+			db := filepath.Join(dir, "never.db")
+			r := run(t, env, "--db", db, "mcp", "serve")
+			if r.code != cli.ExitConfig || !strings.Contains(r.err, c.want) {
+				t.Fatalf("%+v", r)
+			}
+			for _, v := range []string{c.anon, c.retired} {
+				if v != "" && strings.Contains(r.out+r.err, v) {
+					t.Fatalf("a key value was printed: %+v", r)
+				}
+			}
+			if _, err := os.Stat(db); !os.IsNotExist(err) {
+				t.Error("a refused start created the database")
+			}
+		})
+	}
+	// The public key alone (no client token) serves: the public tools only.
 	env, dir := tempEnv(t)
 	env["SUPABASE_URL"] = "http://127.0.0.1:9"
-	env["SUPABASE_ANON_KEY"] = "anon-key-value-never-printed"
-	db := filepath.Join(dir, "never.db")
-	r := run(t, env, "--db", db, "mcp", "serve")
-	if r.code != cli.ExitConfig || !strings.Contains(r.err, "TROVESNAP_SUPABASE_KEY is not set") || strings.Contains(r.out+r.err, "anon-key-value") {
-		t.Fatalf("%+v", r)
-	}
-	if _, err := os.Stat(db); !os.IsNotExist(err) {
-		t.Error("a refused start created the database")
-	}
-	r = run(t, env, "--db", db, "doctor", "--json")
-	if !strings.Contains(r.out, `"mode": "live"`) || !strings.Contains(r.out, "SUPABASE_ANON_KEY are set") || strings.Contains(r.out+r.err, "anon-key-value") {
-		t.Fatalf("%+v", r)
+	env["SUPABASE_ANON_KEY"] = jwt("anon")
+	if r := run(t, env, "--db", filepath.Join(dir, "x.db"), "doctor", "--json"); strings.Contains(r.err, "SUPABASE_ANON_KEY is not") {
+		t.Fatalf("an anon key was refused: %+v", r)
 	}
 }
 

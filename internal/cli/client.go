@@ -213,8 +213,8 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 	if cfg.Mode != domain.ModeLive {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "Live mode: the host's `trovesnap mcp serve` needs %s (in the previews) and %s, the server key, which is never printed: paste it where the previews say.\n",
-		config.EnvSupabaseURL, config.EnvSupabaseKey)
+	_, err := fmt.Fprintf(w, "Live mode: the previews carry %s, %s (the project's public key) and this client's token — the only secret the host holds. No host needs a server key.\n",
+		config.EnvSupabaseURL, config.EnvSupabaseAPIKey)
 	return err
 }
 
@@ -232,7 +232,7 @@ func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable
 		in.DBPath = cfg.DBPath // the host's server must open the same database
 	}
 	if cfg.Mode == domain.ModeLive {
-		in.SupabaseURL = cfg.SupabaseURL // the key itself is never printed: a reference or a placeholder
+		in.SupabaseURL, in.SupabasePublicKey = cfg.SupabaseURL, cfg.SupabaseAPIKey() // both public
 	}
 	return setup.Previews(in)
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/cli"
@@ -42,9 +41,8 @@ func lcEnv(t *testing.T) (*pgtest.Env, func() lcSeller) {
 		dir := t.TempDir()
 		return lcSeller{env: map[string]string{
 			"HOME": dir, "XDG_DATA_HOME": filepath.Join(dir, "data"),
-			"SUPABASE_URL":           env.Endpoint.URL,
-			"TROVESNAP_SUPABASE_KEY": env.ServerKey(),
-			"SUPABASE_ANON_KEY":      env.Endpoint.Token("anon", time.Hour),
+			"SUPABASE_URL":      env.Endpoint.URL,
+			"SUPABASE_ANON_KEY": env.PublicKey(),
 		}}
 	}
 }
@@ -132,7 +130,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func lcResolve(t *testing.T, env *pgtest.Env, token string) (domain.Principal, error) {
 	t.Helper()
-	b, err := live.New(live.Options{URL: env.Endpoint.URL, Key: env.ServerKey()})
+	b, err := live.New(live.Options{URL: env.Endpoint.URL, PublicKey: env.PublicKey()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +167,7 @@ func TestClientLive_SellerRegistersGovernsAndRotates(t *testing.T) {
 	h := owner.runP(t, "client", "register", "--name", "Second", "--type", "custom", "--tenant", fixtures.DemoTenantID,
 		"--actor", fixtures.CatalogerUserID, "--groups", "tenant_read")
 	if h.code != cli.ExitOK || !strings.Contains(h.out, "Token (shown once") || !strings.Contains(h.out, "SUPABASE_URL") ||
-		!strings.Contains(h.out, "TROVESNAP_SUPABASE_KEY") || strings.Contains(h.out, env.ServerKey()) {
+		!strings.Contains(h.out, "SUPABASE_ANON_KEY") || strings.Contains(h.out, "TROVESNAP_SUPABASE_KEY") {
 		t.Fatalf("human register: %+v", h)
 	}
 	if i := strings.Index(h.out, domain.TokenPrefix); i < 0 || len(h.out) < i+56 || !domain.WellFormedToken(h.out[i:i+56]) {

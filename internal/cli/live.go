@@ -14,27 +14,12 @@ import (
 // OpenLive builds the live backend from the configuration. With outbox set,
 // AppendEvent queues events there instead of sending them.
 func (f *Factory) OpenLive(cfg config.Config, outbox live.EventQueue, logger *slog.Logger) (*live.Backend, error) {
-	if err := needServerKey(cfg); err != nil {
-		return nil, err
-	}
-	b, err := live.New(live.Options{URL: cfg.SupabaseURL, Key: cfg.SupabaseKey(), APIKey: cfg.SupabaseAPIKey(),
+	b, err := live.New(live.Options{URL: cfg.SupabaseURL, PublicKey: cfg.SupabaseAPIKey(),
 		HTTPClient: f.HTTPClient, Outbox: outbox, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", config.ErrLiveUnavailable, err)
 	}
 	return b, nil
-}
-
-// needServerKey refuses live mode without the server key: a seller's
-// machine may configure the project with its anon key only, which is no
-// key for the MCP server.
-func needServerKey(cfg config.Config) error {
-	if cfg.Mode != domain.ModeLive || cfg.SupabaseKey() != "" {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is not set: the MCP server calls the project's RPCs with the trovesnap_mcp role's key "+
-		"(a seller's machine needs only %s and %s, for login, approve, client and policy)",
-		config.ErrLiveUnavailable, config.EnvSupabaseKey, config.EnvSupabaseURL, config.EnvSupabaseAPIKey)
 }
 
 // ServeBackend is the Backend `mcp serve` hands the gate. In mock mode it is

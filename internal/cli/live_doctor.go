@@ -13,7 +13,7 @@ import (
 	"github.com/triunalabs/trovesnap/store"
 )
 
-// LiveDoctor is doctor's live-mode section. It never holds the server key.
+// LiveDoctor is doctor's live-mode section. It holds no key or token.
 type LiveDoctor struct {
 	SupabaseURL           string              `json:"supabase_url"`
 	Reachable             bool                `json:"reachable"`
@@ -27,8 +27,9 @@ type LiveDoctor struct {
 }
 
 // liveDoctor checks what live mode needs: Supabase answers, the migrations
-// this release expects are applied, and the server key's role can reach no
-// table directly (only the RPCs). The local outbox backlog comes along.
+// this release expects are applied, and the public key's role (anon) can
+// reach no table directly (only the RPCs, whose authority is a client
+// token). The local outbox backlog comes along.
 func (f *Factory) liveDoctor(ctx context.Context, cfg config.Config, st *store.Store) *LiveDoctor {
 	d := &LiveDoctor{SupabaseURL: cfg.SupabaseURL, ExpectedSchemaVersion: live.SchemaVersion, TablePrivileges: []string{}, Problems: []string{}}
 	if ob, err := st.OutboxStatus(ctx); err == nil {
@@ -41,7 +42,7 @@ func (f *Factory) liveDoctor(ctx context.Context, cfg config.Config, st *store.S
 	}
 	v, err := b.RemoteSchemaVersion(ctx)
 	if err != nil {
-		d.Problems = append(d.Problems, "Supabase unreachable or the server key refused ("+safeErr(err)+"): check SUPABASE_URL, TROVESNAP_SUPABASE_KEY and that the migrations are pushed")
+		d.Problems = append(d.Problems, "Supabase unreachable or the public key refused ("+safeErr(err)+"): check "+config.EnvSupabaseURL+", "+config.EnvSupabaseAPIKey+" and that the migrations are pushed")
 		return d
 	}
 	d.Reachable, d.SchemaVersion = true, v
@@ -57,11 +58,11 @@ func (f *Factory) liveDoctor(ctx context.Context, cfg config.Config, st *store.S
 	if rr.TablePrivileges != nil {
 		d.TablePrivileges = rr.TablePrivileges
 	}
-	if rr.Role != "trovesnap_mcp" {
-		d.Problems = append(d.Problems, fmt.Sprintf("the server key acts as role %q, not trovesnap_mcp: mint it with role trovesnap_mcp", rr.Role))
+	if rr.Role != "anon" {
+		d.Problems = append(d.Problems, fmt.Sprintf("the public key acts as role %q, not anon: use the project's anon (publishable) key", rr.Role))
 	}
 	if d.TableAccess {
-		d.Problems = append(d.Problems, "the server key's role can reach tables directly (superuser, BYPASSRLS, schema usage or table grants): it must only EXECUTE the mcp_* RPCs")
+		d.Problems = append(d.Problems, "the public key's role can reach tables directly (superuser, BYPASSRLS, schema usage or table grants): anon must only EXECUTE the mcp_* RPCs")
 	}
 	return d
 }
@@ -87,7 +88,7 @@ func (d *LiveDoctor) print(w io.Writer) {
 		if d.TableAccess {
 			access = "CAN REACH TABLES: " + strings.Join(d.TablePrivileges, ", ")
 		}
-		fmt.Fprintf(w, "server role:     %s, %s\n", d.Role, access)
+		fmt.Fprintf(w, "public role:     %s, %s\n", d.Role, access)
 	}
 	if d.Outbox != nil {
 		fmt.Fprintf(w, "event outbox:    %d pending, %d rejected (trovesnap sync status)\n", d.Outbox.Pending, d.Outbox.Rejected)

@@ -239,7 +239,7 @@ func (f *Factory) sellerAuth(cfg config.Config) (*live.Auth, live.Options, error
 		return nil, live.Options{}, fmt.Errorf("%w: %s is not set: a seller signs in with the project's anon (public) key",
 			errConfig, config.EnvSupabaseAPIKey)
 	}
-	o := live.Options{URL: cfg.SupabaseURL, Key: anon, HTTPClient: f.HTTPClient}
+	o := live.Options{URL: cfg.SupabaseURL, PublicKey: anon, HTTPClient: f.HTTPClient}
 	a, err := live.NewAuth(o)
 	if err != nil {
 		return nil, live.Options{}, fmt.Errorf("%w: %w", config.ErrLiveUnavailable, err)

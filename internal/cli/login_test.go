@@ -20,8 +20,7 @@ import (
 // tests never reach the network (see internal/live for the commands
 // against a project).
 func liveVars(dir string) map[string]string {
-	return map[string]string{"SUPABASE_URL": "http://127.0.0.1:1", "TROVESNAP_SUPABASE_KEY": "server-key",
-		"SUPABASE_ANON_KEY": "anon-key", "TROVESNAP_DATA_DIR": dir, "HOME": dir}
+	return map[string]string{"SUPABASE_URL": "http://127.0.0.1:1", "SUPABASE_ANON_KEY": "anon-key", "TROVESNAP_DATA_DIR": dir, "HOME": dir}
 }
 
 // argv → options: --email, --password-stdin and the root's --db; a

@@ -71,9 +71,6 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	if err := config.CheckClientToken(f.lookupEnv); err != nil {
 		return err
 	}
-	if err := needServerKey(cfg); err != nil {
-		return err // before the local file is created
-	}
 	st, err := f.OpenStore(ctx, cfg, logger)
 	if err != nil {
 		return err

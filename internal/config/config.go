@@ -4,6 +4,8 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -23,11 +25,15 @@ const (
 	EnvSync        = "TROVESNAP_SYNC"         // normal (default) | full
 	EnvClientToken = "TROVESNAP_CLIENT_TOKEN" // the MCP client's credential (stdio)
 	EnvSupabaseURL = "SUPABASE_URL"
-	EnvSupabaseKey = "TROVESNAP_SUPABASE_KEY" // the dedicated server role's key (a trovesnap_mcp JWT)
-	// EnvSupabaseAPIKey is optional: the project's anon (publishable) key,
-	// sent as `apikey` when the API gateway admits only the project's own
-	// keys there. The server key stays the bearer token.
+	// EnvSupabaseAPIKey is the project's public (anon or publishable) key.
+	// It is the same for every user of the project and grants nothing by
+	// itself: the MCP server's authority is its client token, a seller's
+	// their own session.
 	EnvSupabaseAPIKey = "SUPABASE_ANON_KEY"
+	// EnvRetiredServerKey named a key for the trovesnap_mcp role that every
+	// host shared. The database no longer honours it; a host that still
+	// sets it is refused at start, so the key is removed from host config.
+	EnvRetiredServerKey = "TROVESNAP_SUPABASE_KEY"
 )
 
 // ErrLiveUnavailable means live mode was requested or configured but cannot
@@ -49,17 +55,13 @@ type Config struct {
 	// SupabaseURL is the project URL in live mode ("" in mock mode).
 	SupabaseURL    string `json:"supabase_url,omitempty"`
 	clientToken    string
-	supabaseKey    string
 	supabaseAPIKey string
 }
 
 // ClientToken returns the MCP client credential from the environment.
 func (c Config) ClientToken() string { return c.clientToken }
 
-// SupabaseKey returns the live server key. It is a secret: never print it.
-func (c Config) SupabaseKey() string { return c.supabaseKey }
-
-// SupabaseAPIKey returns the optional `apikey` header value ("" = the server key).
+// SupabaseAPIKey returns the project's public key (sent as `apikey`).
 func (c Config) SupabaseAPIKey() string { return c.supabaseAPIKey }
 
 // Load resolves the configuration. getenv is os.Getenv in production; dbFlag
@@ -74,31 +76,30 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 		return c, fmt.Errorf("%w: %s=%q: want normal or full", ErrInvalid, EnvSync, s)
 	}
 
-	// A project is configured by its URL and a key: the server key where the
-	// MCP server runs, or only the anon key on a seller's machine (login,
-	// approve, client, policy); `mcp serve` refuses to start without the
-	// server key (see the cli's OpenLive).
-	sbURL, sbKey := strings.TrimSpace(getenv(EnvSupabaseURL)), strings.TrimSpace(getenv(EnvSupabaseKey))
-	sbAnon := strings.TrimSpace(getenv(EnvSupabaseAPIKey))
-	liveConfigured := sbURL != "" && (sbKey != "" || sbAnon != "")
-	which := EnvSupabaseKey
-	if sbKey == "" {
-		which = EnvSupabaseAPIKey
+	// A project is configured by its URL and its public key — the same on
+	// the MCP server's host and a seller's machine. What a process may do
+	// comes from the client token (mcp serve) or the seller's sign-in.
+	if strings.TrimSpace(getenv(EnvRetiredServerKey)) != "" {
+		return c, fmt.Errorf("%w: %s is set: this release no longer uses a shared server key — remove it from every host's "+
+			"configuration (and rotate it in the project); live mode needs only %s, %s and the client's %s",
+			ErrInvalid, EnvRetiredServerKey, EnvSupabaseURL, EnvSupabaseAPIKey, EnvClientToken)
 	}
+	sbURL, sbAnon := strings.TrimSpace(getenv(EnvSupabaseURL)), strings.TrimSpace(getenv(EnvSupabaseAPIKey))
+	liveConfigured := sbURL != "" && sbAnon != ""
 	switch m := strings.ToLower(strings.TrimSpace(getenv(EnvMode))); m {
 	case "mock":
 		c.Mode, c.ModeReason = domain.ModeMock, EnvMode+"=mock"
 	case "live":
 		if !liveConfigured {
-			return c, fmt.Errorf("%w: %s=live needs %s and %s (the MCP server) or %s (a seller's machine) to be set",
-				ErrLiveUnavailable, EnvMode, EnvSupabaseURL, EnvSupabaseKey, EnvSupabaseAPIKey)
+			return c, fmt.Errorf("%w: %s=live needs %s and %s to be set",
+				ErrLiveUnavailable, EnvMode, EnvSupabaseURL, EnvSupabaseAPIKey)
 		}
 		c.Mode, c.ModeReason = domain.ModeLive, EnvMode+"=live"
 	case "":
 		if liveConfigured {
-			c.Mode, c.ModeReason = domain.ModeLive, EnvSupabaseURL+" and "+which+" are set: live mode"
+			c.Mode, c.ModeReason = domain.ModeLive, EnvSupabaseURL+" and "+EnvSupabaseAPIKey+" are set: live mode"
 		} else {
-			c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" with "+EnvSupabaseKey+" or "+EnvSupabaseAPIKey+" unset): mock mode"
+			c.Mode, c.ModeReason = domain.ModeMock, "no live configuration ("+EnvSupabaseURL+" or "+EnvSupabaseAPIKey+" unset): mock mode"
 		}
 	default:
 		return c, fmt.Errorf("%w: %s=%q: want mock or live", ErrInvalid, EnvMode, m)
@@ -110,7 +111,9 @@ func Load(getenv func(string) string, dbFlag string) (Config, error) {
 			return c, fmt.Errorf("%w: %s must be the project URL, such as https://<project>.supabase.co", ErrLiveUnavailable, EnvSupabaseURL)
 		}
 		c.SupabaseURL = strings.TrimRight(u.String(), "/")
-		c.supabaseKey = sbKey
+		if err := checkPublicKey(sbAnon); err != nil {
+			return c, err
+		}
 		c.supabaseAPIKey = sbAnon
 	}
 
@@ -196,4 +199,32 @@ func defaultDataDir(getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("%w: no data directory: set %s or %s", ErrInvalid, EnvDataDir, EnvDB)
 	}
 	return filepath.Join(h, ".local", "share", "trovesnap"), nil
+}
+
+// checkPublicKey refuses a key that is not the project's public key: a
+// secret key (sb_secret_…) or a JWT whose role is not anon (the service
+// role's, or the retired trovesnap_mcp key). Setup previews print this key
+// and every host holds it, so a secret pasted here would be handed to every
+// agent; the value is never echoed.
+func checkPublicKey(k string) error {
+	bad := fmt.Errorf("%w: %s is not the project's public (anon or publishable) key — it looks like a secret or service key, "+
+		"which must never be on a seller's machine: use the anon/publishable key from the project's API settings", ErrInvalid, EnvSupabaseAPIKey)
+	if strings.HasPrefix(k, "sb_secret_") {
+		return bad
+	}
+	parts := strings.Split(k, ".")
+	if len(parts) != 3 {
+		return nil // a publishable key (sb_publishable_…) or another opaque public key
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return bad
+	}
+	var claims struct {
+		Role string `json:"role"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Role != "anon" {
+		return bad
+	}
+	return nil
 }

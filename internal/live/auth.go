@@ -50,9 +50,9 @@ type Auth struct {
 }
 
 // NewAuth builds the Auth client of a project: o.URL is the project URL,
-// o.Key its anon key (sent as `apikey`). It does not contact the server.
+// o.PublicKey its anon key (sent as `apikey`). It does not contact the server.
 func NewAuth(o Options) (*Auth, error) {
-	if strings.TrimSpace(o.Key) == "" {
+	if strings.TrimSpace(o.PublicKey) == "" {
 		return nil, fmt.Errorf("live: the project's anon key is needed to sign in (set SUPABASE_ANON_KEY): %w", domain.ErrInvalidInput)
 	}
 	b, err := New(o)

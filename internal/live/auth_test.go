@@ -52,7 +52,7 @@ func anonKey(env *pgtest.Env) string { return env.Endpoint.Token("anon", time.Ho
 
 func newAuth(t *testing.T, url, key string, logs io.Writer) *live.Auth {
 	t.Helper()
-	o := live.Options{URL: url, Key: key, Timeout: 5 * time.Second}
+	o := live.Options{URL: url, PublicKey: key, Timeout: 5 * time.Second}
 	if logs != nil {
 		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -256,14 +256,14 @@ func TestAuth_SignInRefreshSignOut(t *testing.T) {
 		s.Expired(time.Now()) || !s.Expired(time.Now().Add(time.Hour)) {
 		t.Fatalf("session = %+v", s)
 	}
-	seller, err := s.Seller(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)})
+	seller, err := s.Seller(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if who, err := seller.WhoAmI(ctx); err != nil || who.UserID != fixtures.DemoUserID {
 		t.Fatalf("whoami with the signed-in session = %+v, %v", who, err)
 	}
-	if _, err := s.Seller(live.Options{URL: "https://other.supabase.co", Key: anonKey(env)}); !errors.Is(err, live.ErrNotSignedIn) {
+	if _, err := s.Seller(live.Options{URL: "https://other.supabase.co", PublicKey: anonKey(env)}); !errors.Is(err, live.ErrNotSignedIn) {
 		t.Fatalf("a session used for another project: %v", err)
 	}
 
@@ -447,7 +447,7 @@ func TestSession_TokensNeverPrinted(t *testing.T) {
 	j, _ := json.Marshal(s)
 	fmt.Fprintf(&seen, "%v %+v %#v %s %s\n", s, s, s, s, j)
 	fmt.Fprintf(&seen, "%v %+v %#v\n", a, a, a)
-	seller, _ := s.Seller(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)})
+	seller, _ := s.Seller(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)})
 	fmt.Fprintf(&seen, "%v %+v %#v\n", seller, seller, seller)
 	_, err = a.SignIn(ctx, "leak@heritage.test", "pw-do-not-print-wrong")
 	fmt.Fprintln(&seen, err)

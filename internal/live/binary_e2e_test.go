@@ -50,22 +50,22 @@ func trovesnapBinary(t *testing.T) string {
 
 // The §41 flow as a host runs it: the built binary, `trovesnap mcp serve`
 // over stdio, configured only by the environment the README names
-// (SUPABASE_URL, TROVESNAP_SUPABASE_KEY, TROVESNAP_CLIENT_TOKEN); a go-sdk
+// (SUPABASE_URL, SUPABASE_ANON_KEY, TROVESNAP_CLIENT_TOKEN); a go-sdk
 // client on its stdin/stdout; the seller approving under their own JWT in
 // between. The read events travel through the server's local outbox and are
-// in the project once the server has exited; the server key is in no
+// in the project once the server has exited; the client token is in no
 // output of the process.
 func TestBinary_LiveFlowOverStdio(t *testing.T) {
 	env := seeded(t)
 	bin := trovesnapBinary(t)
-	key := env.ServerKey()
+	key := env.PublicKey()
 	var stderrs []*bytes.Buffer
 	serve := func(token string) *mcp.ClientSession {
 		t.Helper()
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "mcp", "serve")
 		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TROVESNAP_DATA_DIR=" + dir,
-			"SUPABASE_URL=" + env.Endpoint.URL, "TROVESNAP_SUPABASE_KEY=" + key, "TROVESNAP_CLIENT_TOKEN=" + token}
+			"SUPABASE_URL=" + env.Endpoint.URL, "SUPABASE_ANON_KEY=" + key, "TROVESNAP_CLIENT_TOKEN=" + token}
 		stderr := &bytes.Buffer{}
 		cmd.Stderr = stderr
 		stderrs = append(stderrs, stderr)
@@ -147,8 +147,10 @@ func TestBinary_LiveFlowOverStdio(t *testing.T) {
 		}
 	}
 	for _, e := range stderrs {
-		if strings.Contains(e.String(), key) || strings.Contains(e.String(), strings.Split(key, ".")[2]) {
-			t.Fatal("the server key is in the server's log")
+		for _, tok := range []string{contract.CredOwner, contract.Hash(contract.CredOwner)} {
+			if strings.Contains(e.String(), tok) {
+				t.Fatal("the client token or its hash is in the server's log")
+			}
 		}
 	}
 }

@@ -13,23 +13,23 @@ import (
 // are the embedded store's (domain.CursorCodec); docs/cursors.md records
 // the decision and its cost (one small RPC per sealed or opened cursor).
 
-// cursorCredential is the credential the cursor RPCs derive the tenant
+// cursorCredential is the client token the cursor RPCs derive the tenant
 // from; the public lists have none (their tenant is domain.PublicTenant).
-func (b *Backend) cursorCredential(p domain.Principal, kind string) (any, error) {
+func (b *Backend) cursorCredential(p domain.Principal, kind string) (secret, error) {
 	if kind == domain.CursorMarketplace {
-		return nil, nil
+		return "", nil
 	}
-	return b.hashOf(p)
+	return b.tokenOf(p)
 }
 
 // sealCursor asks the database for the cursor of the row after k.
 func (b *Backend) sealCursor(ctx context.Context, p domain.Principal, kind string, k domain.Keyset) (string, error) {
-	h, err := b.cursorCredential(p, kind)
+	tok, err := b.cursorCredential(p, kind)
 	if err != nil {
 		return "", err
 	}
 	var c string
-	if err := b.call(ctx, "mcp_cursor_seal", map[string]any{"p_credential_hash": h, "p_kind": kind, "p_key": k.Key, "p_id": k.ID}, &c); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_cursor_seal", map[string]any{"p_kind": kind, "p_key": k.Key, "p_id": k.ID}, &c); err != nil {
 		return "", err
 	}
 	return c, nil
@@ -46,7 +46,7 @@ func (b *Backend) OpenCursor(ctx context.Context, p domain.Principal, kind, curs
 	if _, _, _, ok := domain.SplitCursor(cursor); !ok {
 		return nil, domain.BadCursor()
 	}
-	h, err := b.cursorCredential(p, kind)
+	tok, err := b.cursorCredential(p, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (b *Backend) OpenCursor(ctx context.Context, p domain.Principal, kind, curs
 		K *string `json:"k"`
 		I *string `json:"i"`
 	}
-	if err := b.call(ctx, "mcp_cursor_open", map[string]any{"p_credential_hash": h, "p_kind": kind, "p_cursor": cursor}, &k); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_cursor_open", map[string]any{"p_kind": kind, "p_cursor": cursor}, &k); err != nil {
 		return nil, err
 	}
 	if k.K == nil || k.I == nil || *k.I == "" {

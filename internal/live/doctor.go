@@ -2,9 +2,9 @@ package live
 
 import "context"
 
-// RoleReport is what the server key's own role may touch (mcp_role_check
-// runs as the caller). For a correct key every list holds only the mcp_*
-// RPCs and every flag is false.
+// RoleReport is what the public key's own role (anon) may touch
+// (mcp_role_check runs as the caller). For a correct project the function
+// list holds only the mcp_* RPCs and every flag is false.
 type RoleReport struct {
 	Role            string   `json:"role"`
 	Superuser       bool     `json:"superuser"`
@@ -26,7 +26,7 @@ func (b *Backend) RemoteSchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// RoleCheck asks the database what the server key's role may touch.
+// RoleCheck asks the database what the public key's role may touch.
 func (b *Backend) RoleCheck(ctx context.Context) (RoleReport, error) {
 	var r RoleReport
 	err := b.call(ctx, "mcp_role_check", map[string]any{}, &r)

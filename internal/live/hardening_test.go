@@ -49,8 +49,7 @@ func TestHardening_PromotionCannotRetargetItsSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := benchMeta(p, "trove_propose_candidate_promotion", "hard-p2")
-	status, out := rpc(t, env, "mcp_create_proposal", map[string]any{"p_credential_hash": contract.Hash(contract.CredOwner),
-		"p_tool": w.Idem.Tool, "p_tool_major": 1, "p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint,
+	status, out := rpcClient(t, env, contract.CredOwner, "mcp_create_proposal", map[string]any{"p_tool": w.Idem.Tool, "p_tool_major": 1, "p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint,
 		"p_event": w.Event, "p_started_at": time.Now().UTC().Format(time.RFC3339Nano), "p_proposal": tampered})
 	if status != http.StatusBadRequest || !strings.HasPrefix(fmt.Sprint(out["message"]), "trovesnap:invalid_input:changes") {
 		b, _ := json.Marshal(out)

@@ -80,15 +80,15 @@ type ingPreparedWrite[T any] struct {
 
 func (pw ingPreparedWrite[T]) run(ctx context.Context, b *Backend, p domain.Principal, w domain.WriteMeta) (T, domain.WriteOutcome, error) {
 	var zero T
-	h, err := b.writeHash(p, w)
+	tok, err := b.writeToken(p, w)
 	if err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
-	sargs := keyArgs(h, w)
+	sargs := keyArgs(w)
 	maps.Copy(sargs, pw.stateArgs)
 	for attempt := 1; ; attempt++ {
 		var st ingState
-		if err := b.call(ctx, pw.state, sargs, &st); err != nil {
+		if err := b.callClient(ctx, tok, pw.state, sargs, &st); err != nil {
 			return zero, domain.WriteOutcome{}, err
 		}
 		if st.Replayed {
@@ -98,9 +98,9 @@ func (pw ingPreparedWrite[T]) run(ctx context.Context, b *Backend, p domain.Prin
 		if err != nil {
 			return zero, domain.WriteOutcome{}, err
 		}
-		wargs := writeArgs(h, w)
+		wargs := writeArgs(w)
 		wargs[pw.param] = arg
-		res, out, err := persist(ctx, b, pw.write, wargs, pw.written, pw.missing)
+		res, out, err := persist(ctx, b, tok, pw.write, wargs, pw.written, pw.missing)
 		if errors.Is(err, domain.ErrStaleVersion) && attempt < ingStaleAttempts {
 			continue
 		}
@@ -133,7 +133,7 @@ func ingItemIDs(rows []domain.ImportRow) []string {
 // of the principal's tenant in a sale it may see.
 func (b *Backend) ImportTargets(ctx context.Context, p domain.Principal, saleID string, itemIDs []string) (domain.ImportTargets, error) {
 	out := domain.ImportTargets{SaleID: saleID, Items: map[string]domain.ItemRef{}}
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return out, err
 	}
@@ -147,7 +147,7 @@ func (b *Backend) ImportTargets(ctx context.Context, p domain.Principal, saleID 
 		}
 	}
 	var st ingState
-	if err := b.call(ctx, "mcp_import_targets", map[string]any{"p_credential_hash": h, "p_sale_id": saleID,
+	if err := b.callClient(ctx, tok, "mcp_import_targets", map[string]any{"p_sale_id": saleID,
 		"p_item_ids": nonNil(ids)}, &st); err != nil {
 		return out, err
 	}
@@ -306,14 +306,14 @@ func (b *Backend) CreateStatusReport(ctx context.Context, p domain.Principal, w 
 	if err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
-	h, err := b.writeHash(p, w)
+	tok, err := b.writeToken(p, w)
 	if err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
-	wargs := writeArgs(h, w)
+	wargs := writeArgs(w)
 	wargs["p_report"] = map[string]any{"item_id": in.ItemID, "reported_status": in.ReportedStatus, "effective_at": in.EffectiveAt,
 		"source": in.Source, "notes": in.Notes, "payload": string(payload)}
-	return persist(ctx, b, "mcp_create_status_report", wargs,
+	return persist(ctx, b, tok, "mcp_create_status_report", wargs,
 		func(r domain.StatusReportCreated) bool { return r.CandidateID != "" }, "answer without a candidate")
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,15 +37,15 @@ type EventQueue interface {
 	EnqueueEvent(ctx context.Context, e domain.Event) error
 }
 
-// Options configure a Backend. URL and Key are required.
+// Options configure a Backend. URL and PublicKey are required.
 type Options struct {
 	// URL is the project URL (SUPABASE_URL), e.g. https://abc.supabase.co.
 	URL string
-	// Key is the server key: a JWT whose role claim is trovesnap_mcp.
-	Key string
-	// APIKey, when set, is sent as `apikey` instead of Key (a gateway that
-	// only admits the project's own API keys there); Key stays the bearer.
-	APIKey string
+	// PublicKey is the project's public (anon or publishable) API key,
+	// sent as `apikey`. It is the same for every user of the project and
+	// grants nothing by itself: an MCP RPC's authority is the client token
+	// (ClientTokenHeader), a seller RPC's the user's access token.
+	PublicKey string
 	// HTTPClient defaults to a client with no timeout of its own: Timeout
 	// bounds each call through its context.
 	HTTPClient *http.Client
@@ -52,7 +53,7 @@ type Options struct {
 	Timeout time.Duration
 	// Outbox, when set, receives AppendEvent's events (see EventQueue).
 	Outbox EventQueue
-	// Logger receives diagnostics (never the key). Default: discard.
+	// Logger receives diagnostics (never a key or token). Default: discard.
 	Logger *slog.Logger
 }
 
@@ -60,19 +61,19 @@ type Options struct {
 type Backend struct {
 	rpcURL string
 	// seller marks the Backend under a Seller: refusals of the bearer are
-	// the user's session, not the server key.
+	// the user's session.
 	seller  bool
-	key     secret
 	apiKey  secret
 	hc      *http.Client
 	timeout time.Duration
 	outbox  EventQueue
 	log     *slog.Logger
 
-	// creds maps a client id to the sha256 of the credential that resolved
-	// it in this process. Every RPC re-authenticates the client from it, so
-	// the database, not this process, decides tenant and permissions; a
-	// principal this Backend did not resolve carries no authority here.
+	// creds maps a client id to the token that resolved it in this process
+	// (a secret). Every RPC of that client sends the token again and the
+	// database re-authenticates it, so the database, not this process,
+	// decides tenant and permissions; a principal this Backend did not
+	// resolve carries no authority here.
 	creds sync.Map
 }
 
@@ -82,20 +83,21 @@ func New(o Options) (*Backend, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("live: the project URL must be an http(s) URL such as https://<project>.supabase.co: %w", domain.ErrInvalidInput)
 	}
-	if strings.TrimSpace(o.Key) == "" {
-		return nil, fmt.Errorf("live: the server key is empty: %w", domain.ErrInvalidInput)
+	// Tokens travel in headers: over TLS, or to this machine only (a local
+	// Supabase stack, a test).
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("live: the project URL must use https (http is for a project on this machine only): %w", domain.ErrInvalidInput)
+	}
+	if strings.TrimSpace(o.PublicKey) == "" {
+		return nil, fmt.Errorf("live: the project's public key is empty: %w", domain.ErrInvalidInput)
 	}
 	b := &Backend{
 		rpcURL:  strings.TrimRight(u.String(), "/") + "/rest/v1/rpc/",
-		key:     secret(strings.TrimSpace(o.Key)),
+		apiKey:  secret(strings.TrimSpace(o.PublicKey)),
 		hc:      o.HTTPClient,
 		timeout: o.Timeout,
 		outbox:  o.Outbox,
 		log:     o.Logger,
-	}
-	b.apiKey = b.key
-	if k := strings.TrimSpace(o.APIKey); k != "" {
-		b.apiKey = secret(k)
 	}
 	if b.hc == nil {
 		b.hc = &http.Client{}
@@ -109,13 +111,24 @@ func New(o Options) (*Backend, error) {
 	return b, nil
 }
 
+// loopback says whether host names this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // Mode is live.
 func (b *Backend) Mode() domain.Mode { return domain.ModeLive }
 
 // String never shows the key.
 func (b *Backend) String() string { return "live.Backend(" + b.rpcURL + ")" }
 
-// credentialHash is how the database stores a credential: hex sha256.
+// credentialHash is how the database stores a credential: hex sha256. A
+// seller's registration sends it (the token itself never leaves the
+// seller's terminal then); an MCP call sends the token, which SQL hashes.
 func credentialHash(credential string) string {
 	sum := sha256.Sum256([]byte(credential))
 	return hex.EncodeToString(sum[:])
@@ -123,16 +136,17 @@ func credentialHash(credential string) string {
 
 // ResolvePrincipal turns a credential into the principal a call acts as:
 // "" is domain.Anonymous (live mode has no demo client); otherwise the
-// database resolves the client (unknown, pending, revoked or without a
-// membership → ErrClientNotRegistered; suspended → ErrClientSuspended). It
-// asks the database on every call, so a suspension applies to the next one.
+// database resolves the client from the token (unknown, pending, revoked or
+// without a membership → ErrClientNotRegistered; suspended →
+// ErrClientSuspended). It asks the database on every call, so a suspension
+// applies to the next one.
 func (b *Backend) ResolvePrincipal(ctx context.Context, credential string) (domain.Principal, error) {
 	if credential == "" || credential == domain.PublicCredential {
 		return domain.Anonymous(), nil
 	}
-	h := credentialHash(credential)
+	tok := secret(credential)
 	var p domain.Principal
-	if err := b.call(ctx, "mcp_resolve_principal", map[string]any{"p_credential_hash": h}, &p); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_resolve_principal", map[string]any{}, &p); err != nil {
 		return domain.Principal{}, err
 	}
 	if p.Client.ID == "" || p.TenantID == "" {
@@ -141,21 +155,21 @@ func (b *Backend) ResolvePrincipal(ctx context.Context, credential string) (doma
 	if p.AllowedToolGroups == nil {
 		p.AllowedToolGroups = []string{}
 	}
-	b.creds.Store(p.Client.ID, h)
+	b.creds.Store(p.Client.ID, tok)
 	return p, nil
 }
 
-// hashOf is the credential hash of a principal this Backend resolved.
-func (b *Backend) hashOf(p domain.Principal) (string, error) {
+// tokenOf is the client token of a principal this Backend resolved.
+func (b *Backend) tokenOf(p domain.Principal) (secret, error) {
 	if p.Public || p.TenantID == "" {
 		return "", fmt.Errorf("live: tenant data needs a tenant principal: %w", domain.ErrAuthRequired)
 	}
-	return b.hashOfClient(p.Client.ID)
+	return b.tokenOfClient(p.Client.ID)
 }
 
-func (b *Backend) hashOfClient(clientID string) (string, error) {
+func (b *Backend) tokenOfClient(clientID string) (secret, error) {
 	if v, ok := b.creds.Load(clientID); ok {
-		return v.(string), nil
+		return v.(secret), nil
 	}
 	return "", fmt.Errorf("live: client %s was not authenticated by this server: %w", clientID, domain.ErrAuthRequired)
 }

@@ -112,14 +112,24 @@ func TestMigrations_RolePermissionsMatchTheDomain(t *testing.T) {
 	}
 }
 
-// rpc calls an RPC directly, as any holder of the server key could.
+// rpc calls an RPC directly with the project's public key and no client
+// token, as anyone on the internet could.
 func rpc(t *testing.T, env *pgtest.Env, fn string, args map[string]any) (int, map[string]any) {
+	t.Helper()
+	return rpcClient(t, env, "", fn, args)
+}
+
+// rpcClient calls an RPC directly as the holder of the client token tok
+// ("" = none) and the public key — what an agent with a shell on the
+// host could send.
+func rpcClient(t *testing.T, env *pgtest.Env, tok, fn string, args map[string]any) (int, map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(args)
 	req, _ := http.NewRequest(http.MethodPost, env.Endpoint.URL+"/rest/v1/rpc/"+fn, bytes.NewReader(body))
-	key := env.ServerKey()
-	req.Header.Set("apikey", key)
-	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("apikey", env.PublicKey())
+	if tok != "" {
+		req.Header.Set(live.ClientTokenHeader, tok)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -136,11 +146,11 @@ func rpc(t *testing.T, env *pgtest.Env, fn string, args map[string]any) (int, ma
 // owner role itself sees no row of another tenant under A's context.
 func TestRLS_AnotherTenantsSaleIsRefusedByTheDatabase(t *testing.T) {
 	env := seeded(t)
-	status, body := rpc(t, env, "mcp_list_items", map[string]any{"p_credential_hash": contract.Hash(contract.CredOwner), "p_sale_id": fixtures.OtherPublishedSaleID})
+	status, body := rpcClient(t, env, contract.CredOwner, "mcp_list_items", map[string]any{"p_sale_id": fixtures.OtherPublishedSaleID})
 	if status != http.StatusBadRequest || body["code"] != "P0001" || body["message"] != "trovesnap:invalid_reference:sale_id" {
 		t.Fatalf("cross-tenant list = %d %v", status, body)
 	}
-	status, body = rpc(t, env, "mcp_list_sales", map[string]any{"p_credential_hash": contract.Hash(contract.CredSuspended)})
+	status, body = rpcClient(t, env, contract.CredSuspended, "mcp_list_sales", map[string]any{})
 	if status != http.StatusBadRequest || body["message"] != "trovesnap:client_suspended" {
 		t.Fatalf("suspended client = %d %v", status, body)
 	}

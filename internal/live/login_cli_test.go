@@ -45,7 +45,7 @@ type cliResult struct {
 func newSellerCLI(t *testing.T, env *pgtest.Env) *sellerCLI {
 	dir := t.TempDir()
 	return &sellerCLI{env: env, dir: dir, vars: map[string]string{
-		"SUPABASE_URL": env.Endpoint.URL, "TROVESNAP_SUPABASE_KEY": env.ServerKey(), "SUPABASE_ANON_KEY": anonKey(env),
+		"SUPABASE_URL": env.Endpoint.URL, "SUPABASE_ANON_KEY": anonKey(env),
 		"TROVESNAP_DATA_DIR": dir, "TROVESNAP_DB": filepath.Join(dir, "live.db"), "HOME": dir, "NO_COLOR": "1"}}
 }
 

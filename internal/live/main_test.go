@@ -31,7 +31,7 @@ func seeded(t testing.TB) *pgtest.Env {
 
 func newBackend(t testing.TB, env *pgtest.Env, mod ...func(*live.Options)) *live.Backend {
 	t.Helper()
-	o := live.Options{URL: env.Endpoint.URL, Key: env.ServerKey()}
+	o := live.Options{URL: env.Endpoint.URL, PublicKey: env.PublicKey()}
 	for _, m := range mod {
 		m(&o)
 	}
@@ -93,7 +93,7 @@ func TestContract_Live(t *testing.T) {
 // of its Supabase Auth subject, the project's public key as apikey.
 func sellerAs(t testing.TB, env *pgtest.Env, userID string) *live.Seller {
 	t.Helper()
-	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour)},
+	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, PublicKey: env.Endpoint.Token("anon", time.Hour)},
 		env.Endpoint.UserToken(pgtest.AuthSubject(userID), time.Hour))
 	if err != nil {
 		t.Fatalf("live.NewSeller: %v", err)

@@ -56,7 +56,7 @@ func (b *Backend) CreateMediaCandidate(ctx context.Context, p domain.Principal, 
 // encodes a []byte so), with the metadata the photo checks reported.
 func (b *Backend) mediaWrite(ctx context.Context, p domain.Principal, w domain.WriteMeta, fn, field, id string, in domain.NewCandidateMedia) (domain.CandidateMediaCreated, domain.WriteOutcome, error) {
 	var zero domain.CandidateMediaCreated
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
@@ -64,7 +64,7 @@ func (b *Backend) mediaWrite(ctx context.Context, p domain.Principal, w domain.W
 		return zero, domain.WriteOutcome{}, err
 	}
 	media := map[string]any{field: id, "caption": in.Caption}
-	args := writeArgs(h, w)
+	args := writeArgs(w)
 	args["p_content"] = nil
 	if up := in.Upload; up != nil {
 		media["mime_type"], media["width"], media["height"] = up.MimeType, up.Width, up.Height
@@ -75,7 +75,7 @@ func (b *Backend) mediaWrite(ctx context.Context, p domain.Principal, w domain.W
 	}
 	args["p_media"] = media
 	var a writeAnswer[domain.CandidateMediaCreated]
-	if err := b.call(ctx, fn, args, &a); err != nil {
+	if err := b.callClient(ctx, tok, fn, args, &a); err != nil {
 		return zero, domain.WriteOutcome{}, err
 	}
 	if a.Result.CandidateID == "" || a.Result.MediaID == "" || a.Result.AssetID == "" {

@@ -179,7 +179,7 @@ func TestMedia_DatabaseVerifiesTheBytes(t *testing.T) {
 				m[k] = v
 			}
 		}
-		return map[string]any{"p_credential_hash": contract.Hash(contract.CredOwner), "p_tool": toolAttach, "p_tool_major": 1,
+		return map[string]any{"p_tool": toolAttach, "p_tool_major": 1,
 			"p_key": key, "p_fingerprint": "sha256:" + key, "p_event": map[string]any{"id": "event_" + key}, "p_started_at": nil,
 			"p_media": m, "p_content": content}
 	}
@@ -203,7 +203,7 @@ func TestMedia_DatabaseVerifiesTheBytes(t *testing.T) {
 		"not an asset id":     {args("vb-13", map[string]any{"asset_id": "item_1172"}, nil), "asset_id"},
 		"no candidate":        {args("vb-14", map[string]any{"candidate_id": nil}, b64), "candidate_id"},
 	} {
-		status, body := rpc(t, env, "mcp_attach_candidate_media", c.args)
+		status, body := rpcClient(t, env, contract.CredOwner, "mcp_attach_candidate_media", c.args)
 		if status != http.StatusBadRequest || body["code"] != "P0001" || body["message"] != "trovesnap:invalid_input:"+c.field {
 			t.Errorf("%s: %d %v, want invalid_input:%s", name, status, body, c.field)
 		}
@@ -212,7 +212,7 @@ func TestMedia_DatabaseVerifiesTheBytes(t *testing.T) {
 	a := args("vb-20", nil, base64.StdEncoding.EncodeToString(other.Bytes))
 	a["p_media"].(map[string]any)["item_id"] = "item_1172"
 	delete(a["p_media"].(map[string]any), "candidate_id")
-	if status, body := rpc(t, env, "mcp_create_media_candidate", a); status != http.StatusBadRequest ||
+	if status, body := rpcClient(t, env, contract.CredOwner, "mcp_create_media_candidate", a); status != http.StatusBadRequest ||
 		body["message"] != "trovesnap:invalid_input:image_base64" {
 		t.Errorf("media candidate with other bytes: %d %v", status, body)
 	}
@@ -220,7 +220,7 @@ func TestMedia_DatabaseVerifiesTheBytes(t *testing.T) {
 		t.Fatalf("refused media writes wrote %v", d)
 	}
 	// And the well-formed call is accepted.
-	if status, body := rpc(t, env, "mcp_attach_candidate_media", args("vb-ok", nil, b64)); status != http.StatusOK || body["replayed"] != false {
+	if status, body := rpcClient(t, env, contract.CredOwner, "mcp_attach_candidate_media", args("vb-ok", nil, b64)); status != http.StatusOK || body["replayed"] != false {
 		t.Fatalf("well-formed call: %d %v", status, body)
 	}
 }

@@ -87,7 +87,7 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seller, err := sess.Seller(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)})
+	seller, err := sess.Seller(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drifter, _ := ds.Seller(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)})
+	drifter, _ := ds.Seller(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)})
 	if _, err := drifter.ListClients(ctx, tenant); !errors.Is(err, domain.ErrPermissionDenied) {
 		t.Fatalf("an unlinked account listed the tenant's clients: %v", err)
 	}

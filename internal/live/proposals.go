@@ -52,9 +52,9 @@ func (a writeAnswer[T]) outcome() domain.WriteOutcome {
 // persist calls the persisted write RPC fn and answers its result and
 // outcome. written says whether an answer carries its result: one without
 // it is a backend fault, and missing says what it lacks.
-func persist[T any](ctx context.Context, b *Backend, fn string, args map[string]any, written func(T) bool, missing string) (T, domain.WriteOutcome, error) {
+func persist[T any](ctx context.Context, b *Backend, tok secret, fn string, args map[string]any, written func(T) bool, missing string) (T, domain.WriteOutcome, error) {
 	var a writeAnswer[T]
-	if err := b.call(ctx, fn, args, &a); err != nil {
+	if err := b.callClient(ctx, tok, fn, args, &a); err != nil {
 		var zero T
 		return zero, domain.WriteOutcome{}, err
 	}
@@ -68,14 +68,14 @@ func persist[T any](ctx context.Context, b *Backend, fn string, args map[string]
 // keyArgs name the caller and the idempotency key of the write w: a read
 // that prepares a write takes them (a used key replays or conflicts there
 // already), and so does every persisted write RPC (writeArgs).
-func keyArgs(h string, w domain.WriteMeta) map[string]any {
-	return map[string]any{"p_credential_hash": h, "p_tool": w.Idem.Tool, "p_tool_major": w.Idem.ToolMajor,
+func keyArgs(w domain.WriteMeta) map[string]any {
+	return map[string]any{"p_tool": w.Idem.Tool, "p_tool_major": w.Idem.ToolMajor,
 		"p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint}
 }
 
 // writeArgs are the arguments every persisted write RPC takes.
-func writeArgs(h string, w domain.WriteMeta) map[string]any {
-	args := keyArgs(h, w)
+func writeArgs(w domain.WriteMeta) map[string]any {
+	args := keyArgs(w)
 	args["p_event"], args["p_started_at"] = normalizeEvent(w.Event), nil
 	if !w.Started.IsZero() {
 		args["p_started_at"] = w.Started.UTC().Format(time.RFC3339Nano)
@@ -94,7 +94,7 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	if seal == nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: proposal without a sealer: %w", domain.ErrInvalidInput)
 	}
-	h, err := b.writeHash(p, w)
+	tok, err := b.writeToken(p, w)
 	if err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
@@ -107,10 +107,10 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	if _, ok := domain.ActionOf(d.Action); !ok {
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: action %q: %w", d.Action, domain.ErrInvalidInput)
 	}
-	args := keyArgs(h, w)
+	args := keyArgs(w)
 	args["p_action"], args["p_target_ids"], args["p_fields"] = d.Action, nonNil(d.TargetIDs), stateFields(d)
 	var st proposalState
-	if err := b.call(ctx, "mcp_proposal_state", args, &st); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_proposal_state", args, &st); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, err
 	}
 	if st.Replayed {
@@ -130,9 +130,9 @@ func (b *Backend) CreateProposal(ctx context.Context, p domain.Principal, w doma
 	if prop.Hash, err = seal(prop); err != nil {
 		return domain.Proposal{}, domain.WriteOutcome{}, fmt.Errorf("live: seal proposal: %w", domain.ErrInvalidInput)
 	}
-	wargs := writeArgs(h, w)
+	wargs := writeArgs(w)
 	wargs["p_proposal"] = prop
-	return persist(ctx, b, "mcp_create_proposal", wargs, func(r domain.Proposal) bool { return r.ID != "" }, "answer without a proposal")
+	return persist(ctx, b, tok, "mcp_create_proposal", wargs, func(r domain.Proposal) bool { return r.ID != "" }, "answer without a proposal")
 }
 
 // buildProposal runs domain's builder of the draft's action (liveActions)
@@ -184,12 +184,12 @@ func nonNil(s []string) []string {
 // GetProposal reads a proposal of the principal's tenant as stored (expired
 // once past its expiry). Another tenant's is unknown (RefError).
 func (b *Backend) GetProposal(ctx context.Context, p domain.Principal, id string) (domain.Proposal, error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Proposal{}, err
 	}
 	var prop domain.Proposal
-	if err := b.call(ctx, "mcp_get_proposal", map[string]any{"p_credential_hash": h, "p_proposal_id": id}, &prop); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_get_proposal", map[string]any{"p_proposal_id": id}, &prop); err != nil {
 		return domain.Proposal{}, err
 	}
 	if prop.ID == "" {
@@ -201,7 +201,7 @@ func (b *Backend) GetProposal(ctx context.Context, p domain.Principal, id string
 // ApprovalState returns the grants issued for a proposal of the principal's
 // tenant and the tenant's active policies naming tool, with today's usage.
 func (b *Backend) ApprovalState(ctx context.Context, p domain.Principal, proposalID, tool string) ([]domain.Grant, []domain.Policy, map[string]domain.PolicyUsage, error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -215,7 +215,7 @@ func (b *Backend) ApprovalState(ctx context.Context, p domain.Principal, proposa
 			} `json:"usage"`
 		} `json:"policies"`
 	}
-	if err := b.call(ctx, "mcp_approval_state", map[string]any{"p_credential_hash": h, "p_proposal_id": proposalID, "p_tool": tool}, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_approval_state", map[string]any{"p_proposal_id": proposalID, "p_tool": tool}, &a); err != nil {
 		return nil, nil, nil, err
 	}
 	var (
@@ -239,20 +239,20 @@ func (b *Backend) ApprovalState(ctx context.Context, p domain.Principal, proposa
 // proposal executed; the event and the idempotency row. Any refusal leaves
 // everything as it was.
 func (b *Backend) ExecuteProposal(ctx context.Context, p domain.Principal, w domain.WriteMeta, proposalID string, auth domain.Authorization) (domain.ExecutionResult, domain.WriteOutcome, error) {
-	h, err := b.writeHash(p, w)
+	tok, err := b.writeToken(p, w)
 	if err != nil {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, err
 	}
 	if _, ok := domain.ActionByTool(w.Idem.Tool); !ok {
 		return domain.ExecutionResult{}, domain.WriteOutcome{}, fmt.Errorf("live: %q is not a controlled action: %w", w.Idem.Tool, domain.ErrInvalidInput)
 	}
-	args := writeArgs(h, w)
+	args := writeArgs(w)
 	args["p_proposal_id"] = proposalID
 	args["p_auth"] = map[string]any{
 		"decision": auth.Decision, "grant_id": auth.GrantID, "policy_id": auth.PolicyID,
 		"policy_version": auth.PolicyVersion, "proposal_hash": auth.ProposalHash,
 	}
-	res, out, err := persist(ctx, b, "mcp_execute_proposal", args,
+	res, out, err := persist(ctx, b, tok, "mcp_execute_proposal", args,
 		func(r domain.ExecutionResult) bool { return r.ProposalID != "" }, "answer without a result")
 	if err == nil && res.Results == nil {
 		res.Results = []domain.TargetOutcome{}

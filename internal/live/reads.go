@@ -70,7 +70,7 @@ func sealPage[T any](ctx context.Context, b *Backend, p domain.Principal, kind s
 
 // ListSales lists the sales of the principal's tenant in (starts_at, id) order.
 func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.SaleQuery) (domain.Page[domain.Sale], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
@@ -81,7 +81,7 @@ func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.Sa
 	if err := oneOf("status", q.Status, domain.SaleStatuses()); err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	args := map[string]any{"p_limit": limit}
 	if q.Status != "" {
 		args["p_status"] = q.Status
 	}
@@ -89,7 +89,7 @@ func (b *Backend) ListSales(ctx context.Context, p domain.Principal, q domain.Sa
 		return domain.Page[domain.Sale]{}, err
 	}
 	var a pageAnswer[domain.Sale]
-	if err := b.call(ctx, "mcp_list_sales", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_sales", args, &a); err != nil {
 		return domain.Page[domain.Sale]{}, err
 	}
 	return sealPage(ctx, b, p, cursorSales, a)
@@ -120,7 +120,7 @@ type itemRow struct {
 // RPC in the same snapshot as the page. Price history needs a pricing role:
 // the database refuses it to others.
 func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q domain.ItemQuery, inc domain.ItemIncludes) (domain.Page[domain.ItemDetail], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
@@ -131,7 +131,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 	if err := oneOf("status", q.Status, domain.ItemStatuses()); err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit,
+	args := map[string]any{"p_limit": limit,
 		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}
 	for k, v := range map[string]string{"p_sale_id": q.SaleID, "p_status": q.Status, "p_room": q.Room, "p_category": q.Category} {
 		if v != "" {
@@ -142,7 +142,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 		return domain.Page[domain.ItemDetail]{}, err
 	}
 	var a pageAnswer[itemRow]
-	if err := b.call(ctx, "mcp_list_items", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_items", args, &a); err != nil {
 		return domain.Page[domain.ItemDetail]{}, err
 	}
 	rows, err := sealPage(ctx, b, p, cursorItems, a)
@@ -165,7 +165,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 // ListCandidates lists the candidates of the principal's tenant in
 // (created_at, id) order.
 func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q domain.CandidateQuery) (domain.Page[domain.Candidate], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
@@ -176,7 +176,7 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 	if err := oneOf("review_status", q.ReviewStatus, domain.ReviewStatuses()); err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	args := map[string]any{"p_limit": limit}
 	if q.SaleID != "" {
 		args["p_sale_id"] = q.SaleID
 	}
@@ -187,7 +187,7 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 		return domain.Page[domain.Candidate]{}, err
 	}
 	var a pageAnswer[domain.Candidate]
-	if err := b.call(ctx, "mcp_list_candidates", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_candidates", args, &a); err != nil {
 		return domain.Page[domain.Candidate]{}, err
 	}
 	return sealPage(ctx, b, p, cursorCandidates, a)
@@ -196,11 +196,11 @@ func (b *Backend) ListCandidates(ctx context.Context, p domain.Principal, q doma
 // DemandSignals lists the demand signals of the principal's tenant,
 // optionally for one sale and a category prefix.
 func (b *Backend) DemandSignals(ctx context.Context, p domain.Principal, q domain.DemandQuery) ([]domain.DemandSignal, error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return nil, err
 	}
-	args := map[string]any{"p_credential_hash": h}
+	args := map[string]any{}
 	if q.SaleID != "" {
 		args["p_sale_id"] = q.SaleID
 	}
@@ -208,7 +208,7 @@ func (b *Backend) DemandSignals(ctx context.Context, p domain.Principal, q domai
 		args["p_category"] = q.Category
 	}
 	out := []domain.DemandSignal{}
-	if err := b.call(ctx, "mcp_demand_signals", args, &out); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_demand_signals", args, &out); err != nil {
 		return nil, err
 	}
 	if out == nil {

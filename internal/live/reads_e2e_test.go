@@ -244,8 +244,10 @@ func rpcAs(t *testing.T, env *pgtest.Env, token, fn string, args map[string]any)
 	t.Helper()
 	body, _ := json.Marshal(args)
 	req, _ := http.NewRequest(http.MethodPost, env.Endpoint.URL+"/rest/v1/rpc/"+fn, bytes.NewReader(body))
-	req.Header.Set("apikey", token)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("apikey", env.PublicKey())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -271,12 +273,12 @@ func TestReads_PublicRPCsAnswerPublicFieldsOnly(t *testing.T) {
 	}
 	saleKeys := []string{"address_reveal_at", "city", "ends_at", "id", "published_items", "region", "starts_at", "status", "street_address", "title"}
 	photoKeys := []string{"height", "id", "position", "width"}
-	status, raw := rpcAs(t, env, env.ServerKey(), "mcp_public_sale", map[string]any{"p_sale_id": fixtures.PublishedSaleID})
+	status, raw := rpcAs(t, env, "", "mcp_public_sale", map[string]any{"p_sale_id": fixtures.PublishedSaleID})
 	s := decode(raw)
 	if status != http.StatusOK || !slices.Equal(keysOf(s), saleKeys) || s["street_address"] != nil {
 		t.Fatalf("mcp_public_sale = %d %v", status, s)
 	}
-	status, raw = rpcAs(t, env, env.ServerKey(), "mcp_public_item", map[string]any{"p_item_id": fixtures.DemoItemID})
+	status, raw = rpcAs(t, env, "", "mcp_public_item", map[string]any{"p_item_id": fixtures.DemoItemID})
 	it := decode(raw)
 	if status != http.StatusOK || !slices.Equal(keysOf(it), []string{"category", "description", "id", "photos", "price_cents", "sale", "sale_id", "status", "title"}) ||
 		!slices.Equal(keysOf(it["sale"].(map[string]any)), saleKeys) {
@@ -287,7 +289,7 @@ func TestReads_PublicRPCsAnswerPublicFieldsOnly(t *testing.T) {
 			t.Fatalf("public photo = %v", ph)
 		}
 	}
-	status, raw = rpcAs(t, env, env.ServerKey(), "mcp_search_marketplace", map[string]any{"p_terms": []string{"walnut"}, "p_limit": 50})
+	status, raw = rpcAs(t, env, "", "mcp_search_marketplace", map[string]any{"p_terms": []string{"walnut"}, "p_limit": 50})
 	page := decode(raw)
 	rows, _ := page["rows"].([]any)
 	if status != http.StatusOK || len(rows) == 0 {
@@ -303,22 +305,23 @@ func TestReads_PublicRPCsAnswerPublicFieldsOnly(t *testing.T) {
 			t.Fatalf("search hit photo = %v", ph)
 		}
 	}
-	// Only the server's role: a buyer's anon key or a seller's session
-	// cannot call them, though they take no credential.
-	for name, tok := range map[string]string{
-		"anon":          env.Endpoint.Token("anon", time.Minute),
-		"authenticated": env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Minute),
+	// The public RPCs are the public key's (a buyer's agent reaches the same
+	// projection); a tenant RPC without a client token is nobody's, and a
+	// seller's session may call no MCP RPC at all.
+	if status, raw := rpcAs(t, env, "", "mcp_get_sale", map[string]any{"p_sale_id": fixtures.LiveSaleID}); status != http.StatusBadRequest ||
+		!strings.Contains(string(raw), "trovesnap:client_not_registered") {
+		t.Errorf("mcp_get_sale without a token: %d %s", status, raw)
+	}
+	seller := env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Minute)
+	for fn, args := range map[string]map[string]any{
+		"mcp_public_sale":        {"p_sale_id": fixtures.PublishedSaleID},
+		"mcp_public_item":        {"p_item_id": fixtures.DemoItemID},
+		"mcp_resolve_public_qr":  {"p_qr_code": "QR-221-0001"},
+		"mcp_search_marketplace": {"p_limit": 1},
+		"mcp_get_sale":           {"p_sale_id": fixtures.LiveSaleID},
 	} {
-		for fn, args := range map[string]map[string]any{
-			"mcp_public_sale":        {"p_sale_id": fixtures.LiveSaleID},
-			"mcp_public_item":        {"p_item_id": fixtures.DemoItemID},
-			"mcp_resolve_public_qr":  {"p_qr_code": "QR-221-0001"},
-			"mcp_search_marketplace": {"p_limit": 1},
-			"mcp_get_sale":           {"p_credential_hash": contract.Hash(contract.CredOwner), "p_sale_id": fixtures.LiveSaleID},
-		} {
-			if status, raw := rpcAs(t, env, tok, fn, args); status < 400 || strings.Contains(string(raw), "sale_223") {
-				t.Errorf("%s called %s: %d %s", name, fn, status, raw)
-			}
+		if status, raw := rpcAs(t, env, seller, fn, args); status < 400 || strings.Contains(string(raw), "sale_2") {
+			t.Errorf("a seller session called %s: %d %s", fn, status, raw)
 		}
 	}
 }

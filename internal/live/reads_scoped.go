@@ -20,12 +20,12 @@ var labelBatchStatuses = []string{domain.LabelBatchDraft, domain.LabelBatchPrint
 // GetSale reads one sale of the principal's tenant.
 func (b *Backend) GetSale(ctx context.Context, p domain.Principal, saleID string) (domain.Sale, error) {
 	const fn = "mcp_get_sale"
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Sale{}, err
 	}
 	var s domain.Sale
-	if err := b.call(ctx, fn, map[string]any{"p_credential_hash": h, "p_sale_id": saleID}, &s); err != nil {
+	if err := b.callClient(ctx, tok, fn, map[string]any{"p_sale_id": saleID}, &s); err != nil {
 		return domain.Sale{}, err
 	}
 	if s.ID == "" {
@@ -39,12 +39,12 @@ func (b *Backend) GetSale(ctx context.Context, p domain.Principal, saleID string
 // refuses it to others.
 func (b *Backend) GetItem(ctx context.Context, p domain.Principal, itemID string, inc domain.ItemIncludes) (domain.ItemDetail, error) {
 	const fn = "mcp_get_item"
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.ItemDetail{}, err
 	}
 	var r itemRow
-	if err := b.call(ctx, fn, map[string]any{"p_credential_hash": h, "p_item_id": itemID,
+	if err := b.callClient(ctx, tok, fn, map[string]any{"p_item_id": itemID,
 		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}, &r); err != nil {
 		return domain.ItemDetail{}, err
 	}
@@ -76,12 +76,12 @@ func (r itemRow) detail(inc domain.ItemIncludes) domain.ItemDetail {
 // GetCandidate reads one candidate of the principal's tenant.
 func (b *Backend) GetCandidate(ctx context.Context, p domain.Principal, candidateID string) (domain.Candidate, error) {
 	const fn = "mcp_get_candidate"
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Candidate{}, err
 	}
 	var c domain.Candidate
-	if err := b.call(ctx, fn, map[string]any{"p_credential_hash": h, "p_candidate_id": candidateID}, &c); err != nil {
+	if err := b.callClient(ctx, tok, fn, map[string]any{"p_candidate_id": candidateID}, &c); err != nil {
 		return domain.Candidate{}, err
 	}
 	if c.ID == "" {
@@ -103,7 +103,7 @@ func (r runRow) summary() domain.ImportRunSummary {
 // ListImportRuns lists the import runs of the principal's tenant, newest
 // first: keyset on (created_at, id) descending.
 func (b *Backend) ListImportRuns(ctx context.Context, p domain.Principal, q domain.ImportRunQuery) (domain.Page[domain.ImportRunSummary], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
@@ -111,7 +111,7 @@ func (b *Backend) ListImportRuns(ctx context.Context, p domain.Principal, q doma
 	if err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	args := map[string]any{"p_limit": limit}
 	if q.SaleID != "" {
 		args["p_sale_id"] = q.SaleID
 	}
@@ -119,7 +119,7 @@ func (b *Backend) ListImportRuns(ctx context.Context, p domain.Principal, q doma
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
 	var a pageAnswer[runRow]
-	if err := b.call(ctx, "mcp_list_import_runs", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_import_runs", args, &a); err != nil {
 		return domain.Page[domain.ImportRunSummary]{}, err
 	}
 	rows, err := sealPage(ctx, b, p, domain.CursorImportRuns, a)
@@ -159,7 +159,7 @@ type importRunAnswer struct {
 // records (by ordinal) with the candidates each produced.
 func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain.ImportRunDetailQuery) (domain.ImportRunDetail, error) {
 	const fn = "mcp_get_import_run"
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.ImportRunDetail{}, err
 	}
@@ -167,7 +167,7 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 	if err != nil {
 		return domain.ImportRunDetail{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_run_id": q.RunID, "p_limit": limit}
+	args := map[string]any{"p_run_id": q.RunID, "p_limit": limit}
 	if q.After != nil {
 		after, err := ordinalKey(q.After)
 		if err != nil {
@@ -176,7 +176,7 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 		args["p_after_ordinal"] = after
 	}
 	var a importRunAnswer
-	if err := b.call(ctx, fn, args, &a); err != nil {
+	if err := b.callClient(ctx, tok, fn, args, &a); err != nil {
 		return domain.ImportRunDetail{}, err
 	}
 	if a.Run == nil || a.Run.ID == "" {
@@ -204,7 +204,7 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 // ListStatusEvents lists the status history of the principal's items,
 // newest first: keyset on (effective_at, id) descending.
 func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q domain.StatusEventQuery) (domain.Page[domain.StatusEvent], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
@@ -215,7 +215,7 @@ func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q do
 	if err := oneOf("to_status", q.ToStatus, domain.ItemStatuses()); err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	args := map[string]any{"p_limit": limit}
 	for k, v := range map[string]string{"p_item_id": q.ItemID, "p_sale_id": q.SaleID, "p_to_status": q.ToStatus} {
 		if v != "" {
 			args[k] = v
@@ -225,7 +225,7 @@ func (b *Backend) ListStatusEvents(ctx context.Context, p domain.Principal, q do
 		return domain.Page[domain.StatusEvent]{}, err
 	}
 	var a pageAnswer[domain.StatusEvent]
-	if err := b.call(ctx, "mcp_list_status_events", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_status_events", args, &a); err != nil {
 		return domain.Page[domain.StatusEvent]{}, err
 	}
 	return sealPage(ctx, b, p, domain.CursorStatusEvents, a)
@@ -247,7 +247,7 @@ type labelBatchRow struct {
 // their label and bound counts (a label is bound when an item's qr_code
 // names it).
 func (b *Backend) ListLabelBatches(ctx context.Context, p domain.Principal, q domain.LabelBatchQuery) (domain.Page[domain.LabelBatchSummary], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
@@ -258,7 +258,7 @@ func (b *Backend) ListLabelBatches(ctx context.Context, p domain.Principal, q do
 	if err := oneOf("status", q.Status, labelBatchStatuses); err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_limit": limit}
+	args := map[string]any{"p_limit": limit}
 	if q.SaleID != "" {
 		args["p_sale_id"] = q.SaleID
 	}
@@ -269,7 +269,7 @@ func (b *Backend) ListLabelBatches(ctx context.Context, p domain.Principal, q do
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
 	var a pageAnswer[labelBatchRow]
-	if err := b.call(ctx, "mcp_list_label_batches", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_list_label_batches", args, &a); err != nil {
 		return domain.Page[domain.LabelBatchSummary]{}, err
 	}
 	rows, err := sealPage(ctx, b, p, domain.CursorLabelBatches, a)
@@ -294,7 +294,7 @@ type dispositionRow struct {
 // closed sale in (created_at, id) order, with the extras inc asks for; a
 // sale that has not closed has an empty queue.
 func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q domain.DispositionQuery, inc domain.ItemIncludes) (domain.Page[domain.DispositionEntry], error) {
-	h, err := b.hashOf(p)
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
@@ -302,7 +302,7 @@ func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q do
 	if err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
-	args := map[string]any{"p_credential_hash": h, "p_sale_id": q.SaleID, "p_limit": limit,
+	args := map[string]any{"p_sale_id": q.SaleID, "p_limit": limit,
 		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}
 	if q.Room != "" {
 		args["p_room"] = q.Room
@@ -311,7 +311,7 @@ func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q do
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
 	var a pageAnswer[dispositionRow]
-	if err := b.call(ctx, "mcp_disposition_queue", args, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_disposition_queue", args, &a); err != nil {
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
 	rows, err := sealPage(ctx, b, p, domain.CursorDisposition(q.SaleID), a)

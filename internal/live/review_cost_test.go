@@ -82,8 +82,7 @@ func rcTampered(t *testing.T, honest domain.Proposal, cost float64, edit func(ma
 func rcSend(t *testing.T, env *pgtest.Env, p domain.Principal, key string, proposal map[string]any) (int, map[string]any) {
 	t.Helper()
 	w := benchMeta(p, "trove_propose_buyer_notification", key)
-	return rpc(t, env, "mcp_create_proposal", map[string]any{"p_credential_hash": contract.Hash(contract.CredOwner),
-		"p_tool": w.Idem.Tool, "p_tool_major": 1, "p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint,
+	return rpcClient(t, env, contract.CredOwner, "mcp_create_proposal", map[string]any{"p_tool": w.Idem.Tool, "p_tool_major": 1, "p_key": w.Idem.Key, "p_fingerprint": w.Idem.Fingerprint,
 		"p_event": w.Event, "p_started_at": time.Now().UTC().Format(time.RFC3339Nano), "p_proposal": proposal})
 }
 

@@ -58,13 +58,32 @@ func (e *PostgRESTError) UnmarshalJSON(b []byte) error {
 // trovesnap:* codes the RPCs raise map to their sentinels, and any other
 // failure — network, timeout, a status or body we do not expect — is
 // ErrUnavailable, so the gate fails closed.
+//
+// call carries no client: the public reads, the schema version and the
+// events of calls no client made. The request role is the project's anon
+// role, which the public key selects.
 func (b *Backend) call(ctx context.Context, fn string, args any, out any) error {
-	return b.callAs(ctx, b.key, fn, args, out)
+	return b.do(ctx, "", "", fn, args, out)
 }
 
-// callAs is call with another bearer token (a seller's access token); the
-// apikey header stays the Backend's.
+// callClient is call as the MCP client whose token tok is ("" = none): the
+// token travels in the ClientTokenHeader over TLS, and the RPC hashes it and
+// finds the client — tenant, actor and permissions come from the database.
+func (b *Backend) callClient(ctx context.Context, tok secret, fn string, args any, out any) error {
+	return b.do(ctx, "", tok, fn, args, out)
+}
+
+// callAs is call with a bearer token (a seller's access token); the apikey
+// header stays the project's public key.
 func (b *Backend) callAs(ctx context.Context, bearer secret, fn string, args any, out any) error {
+	return b.do(ctx, bearer, "", fn, args, out)
+}
+
+// ClientTokenHeader is the request header that carries an MCP client's
+// token to the RPCs (trovesnap.request_credential_hash reads it).
+const ClientTokenHeader = "X-Trovesnap-Client-Token"
+
+func (b *Backend) do(ctx context.Context, bearer, tok secret, fn string, args any, out any) error {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("live: %s: encode arguments: %w", fn, domain.ErrInvalidInput)
@@ -76,7 +95,12 @@ func (b *Backend) callAs(ctx context.Context, bearer secret, fn string, args any
 		return b.unavailable(fn, err)
 	}
 	req.Header.Set("apikey", b.apiKey.reveal())
-	req.Header.Set("Authorization", "Bearer "+bearer.reveal())
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer.reveal())
+	}
+	if tok != "" {
+		req.Header.Set(ClientTokenHeader, tok.reveal())
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := b.hc.Do(req)
@@ -133,6 +157,7 @@ const (
 	codeForbidden           = "forbidden"
 	codeNotFound            = "not_found"
 	codeAuthRequired        = "auth_required"
+	codeRateLimited         = "rate_limited"
 )
 
 // reasoned maps the codes whose detail is a reason the RPC wrote (shown to
@@ -168,7 +193,7 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 			b.log.Error("live: seller RPC not executable by signed-in users: are this release's migrations applied?",
 				"rpc", fn, "status", status, "code", pe.Code)
 		case pe.Code == "42501" || status == http.StatusUnauthorized || status == http.StatusForbidden || strings.HasPrefix(pe.Code, "PGRST3"):
-			b.log.Error("live: the server key was refused or lacks a grant: check TROVESNAP_SUPABASE_KEY and the migrations",
+			b.log.Error("live: the project's public key was refused or lacks a grant: check SUPABASE_ANON_KEY and that this release's migrations are applied",
 				"rpc", fn, "status", status, "code", pe.Code)
 		case strings.HasPrefix(pe.Code, "PGRST2"):
 			b.log.Error("live: RPC not found: are the migrations applied?", "rpc", fn, "status", status, "code", pe.Code)
@@ -206,12 +231,17 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 		return fmt.Errorf("live: %s: %s: %w", fn, field, domain.ErrNotFound)
 	case codeAuthRequired:
 		return fmt.Errorf("live: %s: %w", fn, domain.ErrAuthRequired)
+	case codeRateLimited:
+		// Anonymous events over the public bucket: delivered later.
+		return fmt.Errorf("live: %s: over the rate limit: %w", fn, domain.ErrUnavailable)
 	case codeForbidden:
 		if b.seller {
 			b.log.Error("live: this RPC is not for a signed-in seller", "rpc", fn)
 			break
 		}
-		b.log.Error("live: the server key's role may not call this RPC: mint it with role trovesnap_mcp", "rpc", fn)
+		// The MCP RPCs run as the project's anon role: a bearer token of
+		// another role (a seller's session, a retired server key) is refused.
+		b.log.Error("live: the MCP RPCs take the project's public key only, with no bearer token", "rpc", fn)
 	default:
 		if sentinel, ok := reasoned[code]; ok {
 			if pe.Details == "" {

@@ -18,14 +18,14 @@ import (
 	"github.com/triunalabs/trovesnap/internal/live"
 )
 
-// The server key appears in no output, envelope, event (in Postgres or in
-// the local outbox file), log line, error or CLI output — while things work
-// and while PostgreSQL is down.
-func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
+// The client token — the one secret a live host holds — and the hash the
+// database stores of it appear in no output, envelope, event (in Postgres
+// or in the local outbox file), log line, error or CLI output — while
+// things work and while PostgreSQL is down.
+func TestClientToken_AbsentFromEveryOutput(t *testing.T) {
 	env := seeded(t)
 	lg := newLiveGate(t, env)
-	key := env.ServerKey()
-	lg.b = newBackend(t, env, func(o *live.Options) { o.Key = key; o.Outbox = lg.st; o.Logger = nil })
+	key := contract.CredOwner
 	var seen bytes.Buffer
 	record := func(v any) { b, _ := json.Marshal(v); seen.Write(b); seen.WriteByte('\n') }
 
@@ -59,9 +59,8 @@ func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
 	if err := env.Cluster.StartServer(); err != nil {
 		t.Fatal(err)
 	}
-	// A key the server refuses: its error and logs.
-	bad := newBackend(t, env, func(o *live.Options) { o.Key = key + "x" })
-	_, err = bad.ResolvePrincipal(ctx, contract.CredOwner)
+	// A token the database refuses: its error and logs.
+	_, err = lg.b.ResolvePrincipal(ctx, key+"x")
 	fmt.Fprintln(&seen, err)
 
 	lg.clock.Advance(time.Hour)
@@ -73,7 +72,7 @@ func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
 
 	// The CLI in live mode: doctor (text and JSON) and sync status.
 	dir := t.TempDir()
-	vars := map[string]string{"SUPABASE_URL": env.Endpoint.URL, "TROVESNAP_SUPABASE_KEY": key,
+	vars := map[string]string{"SUPABASE_URL": env.Endpoint.URL, "SUPABASE_ANON_KEY": env.PublicKey(), "TROVESNAP_CLIENT_TOKEN": key,
 		"TROVESNAP_DB": filepath.Join(dir, "live.db"), "TROVESNAP_DATA_DIR": dir, "HOME": dir}
 	for _, argv := range [][]string{{"doctor"}, {"doctor", "--json"}, {"sync", "status"}, {"sync", "status", "--json"}} {
 		var out, errb bytes.Buffer
@@ -84,7 +83,7 @@ func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
 		if code != cli.ExitOK {
 			t.Fatalf("%v: exit %d\n%s%s", argv, code, out.String(), errb.String())
 		}
-		if argv[0] == "doctor" && (!strings.Contains(out.String(), "reachable") || strings.Contains(out.String(), "PROBLEM") || !strings.Contains(out.String(), "trovesnap_mcp")) {
+		if argv[0] == "doctor" && (!strings.Contains(out.String(), "reachable") || strings.Contains(out.String(), "PROBLEM") || !strings.Contains(out.String(), "public role:     anon")) {
 			t.Fatalf("doctor in live mode:\n%s", out.String())
 		}
 		seen.Write(out.Bytes())
@@ -96,14 +95,14 @@ func TestServerKey_AbsentFromEveryOutput(t *testing.T) {
 		b, _ := os.ReadFile(lg.st.Path() + suffix)
 		seen.Write(b)
 	}
-	sig := key[strings.LastIndex(key, ".")+1:]
+	sig := contract.Hash(key) // stored, never sent, never shown
 	if seen.Len() < 2000 {
 		t.Fatalf("scanned only %d bytes: the scan proves nothing", seen.Len())
 	}
 	for _, needle := range []string{key, sig} {
 		if bytes.Contains(seen.Bytes(), []byte(needle)) {
 			i := bytes.Index(seen.Bytes(), []byte(needle))
-			t.Fatalf("the server key leaked near: %q", seen.Bytes()[max(0, i-200):i])
+			t.Fatalf("the client token or its hash leaked near: %q", seen.Bytes()[max(0, i-200):i])
 		}
 	}
 	if !bytes.Contains(seen.Bytes(), []byte("service_unavailable")) || !bytes.Contains(seen.Bytes(), []byte("live.Backend(")) {

@@ -39,7 +39,7 @@ func NewSellerSource(o Options, src TokenSource) (*Seller, error) {
 	return &Seller{b: b, src: src}, nil
 }
 
-// NewSeller connects as the user of accessToken. o.Key is the project's
+// NewSeller connects as the user of accessToken. o.PublicKey is the project's
 // public (anon) API key, sent as `apikey`; the access token is the bearer.
 func NewSeller(o Options, accessToken string) (*Seller, error) {
 	if strings.TrimSpace(accessToken) == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/approval"
+	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live"
 	"github.com/triunalabs/trovesnap/internal/live/pgtest"
@@ -391,7 +392,7 @@ func TestSeller_RPCsGrantedToAuthenticatedOnly(t *testing.T) {
 	if n != 16 {
 		t.Fatalf("found %d of the 16 functions", n)
 	}
-	for _, tok := range []string{env.ServerKey(), ""} {
+	for _, tok := range []string{env.RetiredServerKey(), ""} {
 		req, _ := http.NewRequest(http.MethodPost, env.Endpoint.URL+"/rest/v1/rpc/seller_list_proposals",
 			bytes.NewReader([]byte(`{"p_tenant_id":"`+fixtures.DemoTenantID+`"}`)))
 		req.Header.Set("apikey", env.Endpoint.Token("anon", time.Minute))
@@ -411,17 +412,32 @@ func TestSeller_RPCsGrantedToAuthenticatedOnly(t *testing.T) {
 	}
 }
 
-// A seller's token cannot be replayed against the MCP server's RPCs.
+// A seller's session cannot be used on the MCP RPCs, not even with a valid
+// client token beside it: they run as the public key's role only.
 func TestSeller_TokenCannotCallTheServerRPCs(t *testing.T) {
 	env := seeded(t)
-	b, err := live.New(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Hour)})
-	if err != nil {
-		t.Fatal(err)
+	user := env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Hour)
+	for _, fn := range []string{"mcp_list_sales", "mcp_resolve_principal", "mcp_append_event"} {
+		body := []byte(`{}`)
+		if fn == "mcp_append_event" {
+			body = []byte(`{"p_event":{"id":"event_seller_forged","outcome":"success"}}`)
+		}
+		req, _ := http.NewRequest(http.MethodPost, env.Endpoint.URL+"/rest/v1/rpc/"+fn, bytes.NewReader(body))
+		req.Header.Set("apikey", env.PublicKey())
+		req.Header.Set("Authorization", "Bearer "+user)
+		req.Header.Set(live.ClientTokenHeader, contract.CredOwner)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || out["code"] != "42501" {
+			t.Errorf("%s under a seller session: HTTP %d %v", fn, resp.StatusCode, out)
+		}
 	}
-	if _, err := b.ListSales(ctx, domain.Principal{TenantID: fixtures.DemoTenantID, Client: domain.ClientRef{ID: fixtures.DemoClientID}}, domain.SaleQuery{}); err == nil {
-		t.Fatal("a seller token listed sales through the MCP RPCs")
-	}
-	if _, err := b.ResolvePrincipal(ctx, "tsk_"+randHex(26)); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("a seller token resolved a principal: %v", err)
+	if n := countEvents(t, env, "event_seller_forged"); n != 0 {
+		t.Fatalf("the forged event was recorded %d times", n)
 	}
 }

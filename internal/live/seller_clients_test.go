@@ -245,7 +245,7 @@ func (r *scRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestSellerClients_CredentialNeverCrossesTheNetworkInClear(t *testing.T) {
 	env := seeded(t)
 	rec := &scRecorder{}
-	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour),
+	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, PublicKey: env.Endpoint.Token("anon", time.Hour),
 		HTTPClient: &http.Client{Transport: rec}}, env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func TestSellerClients_CredentialNeverCrossesTheNetworkInClear(t *testing.T) {
 func TestSellerClients_OnlyASignedInUserMayCall(t *testing.T) {
 	env := seeded(t)
 	before := scSnapshot(t, env)
-	stranger, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour)},
+	stranger, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, PublicKey: env.Endpoint.Token("anon", time.Hour)},
 		env.Endpoint.UserToken("00000000-0000-0000-0000-000000000000", time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ func TestSellerClients_OnlyASignedInUserMayCall(t *testing.T) {
 		Name: "x", ClientType: "custom", Groups: []string{"tenant_read"}})
 	scWantRefusal(t, "an unlinked Auth user registers", err, domain.ErrPermissionDenied)
 	for _, role := range []string{"trovesnap_mcp", "anon", "service_role"} {
-		s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: env.Endpoint.Token("anon", time.Hour)},
+		s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, PublicKey: env.Endpoint.Token("anon", time.Hour)},
 			env.Endpoint.Token(role, time.Hour))
 		if err != nil {
 			t.Fatal(err)

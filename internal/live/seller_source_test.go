@@ -32,7 +32,7 @@ func TestSellerSource_RefreshesWhileOpen(t *testing.T) {
 	}
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
-	seller, err := live.NewSellerSource(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)},
+	seller, err := live.NewSellerSource(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)},
 		a.Source(path, func() time.Time { return time.Unix(0, now.Load()) }))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestSellerSource_RefreshesWhileOpen(t *testing.T) {
 // (ErrAuthRequired), not an outage.
 func TestSeller_RefusedTokenIsAuthRequired(t *testing.T) {
 	env := seeded(t)
-	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, Key: anonKey(env)},
+	s, err := live.NewSeller(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)},
 		env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), -time.Minute))
 	if err != nil {
 		t.Fatal(err)

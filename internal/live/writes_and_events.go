@@ -22,27 +22,27 @@ func (b *Backend) CreateCandidate(ctx context.Context, p domain.Principal, w dom
 	if err := in.Validate(); err != nil {
 		return res, out, err
 	}
-	h, err := b.writeHash(p, w)
+	tok, err := b.writeToken(p, w)
 	if err != nil {
 		return res, out, err
 	}
-	args := writeArgs(h, w)
+	args := writeArgs(w)
 	args["p_input"] = in
-	return persist(ctx, b, "mcp_create_inventory_candidate", args,
+	return persist(ctx, b, tok, "mcp_create_inventory_candidate", args,
 		func(r domain.CandidateCreated) bool { return r.CandidateID != "" }, "answer without a candidate")
 }
 
-// writeHash is the credential hash a persisted write is made with, once
-// its metadata is found to be the principal's (WriteMeta.Check).
-func (b *Backend) writeHash(p domain.Principal, w domain.WriteMeta) (string, error) {
-	h, err := b.hashOf(p)
+// writeToken is the client token a persisted write is made with, once its
+// metadata is found to be the principal's (WriteMeta.Check).
+func (b *Backend) writeToken(p domain.Principal, w domain.WriteMeta) (secret, error) {
+	tok, err := b.tokenOf(p)
 	if err != nil {
 		return "", err
 	}
 	if err := w.Check(p); err != nil {
 		return "", err
 	}
-	return h, nil
+	return tok, nil
 }
 
 // normalizeEvent gives an event the shape both backends store: lists never
@@ -81,25 +81,38 @@ func (b *Backend) AppendEvent(ctx context.Context, e domain.Event) error {
 	return b.SendEvent(ctx, e)
 }
 
-// SendEvent delivers one event to mcp_append_event. It is idempotent by
-// event id: delivering an event twice records it once. A refused event is
-// ErrInvalidInput (retrying cannot help); anything else is ErrUnavailable.
+// SendEvent delivers one event to mcp_append_event, as its own client: the
+// event of a client goes with that client's token, and the database takes
+// the event's tenant, client and actor from the token; the event of a call
+// no client made goes without one and is recorded as anonymous, in no
+// tenant. An event whose client this process has not authenticated (queued
+// before a restart) waits as ErrUnavailable until it has. It is idempotent
+// by event id: delivering an event twice records it once. A refused event
+// is ErrInvalidInput (retrying cannot help); anything else ErrUnavailable.
 func (b *Backend) SendEvent(ctx context.Context, e domain.Event) error {
 	if err := validateEvent(e); err != nil {
 		return err
 	}
-	return b.call(ctx, "mcp_append_event", map[string]any{"p_event": normalizeEvent(e)}, nil)
+	var tok secret
+	if e.Client.ID != "" {
+		t, err := b.tokenOfClient(e.Client.ID)
+		if err != nil {
+			return fmt.Errorf("live: event %s waits until its client calls again: %w", e.ID, domain.ErrUnavailable)
+		}
+		tok = t
+	}
+	return b.callClient(ctx, tok, "mcp_append_event", map[string]any{"p_event": normalizeEvent(e)}, nil)
 }
 
 // CheckIdempotency says whether a key of the principal's client was used,
 // with the same input or not (an expired key is unused).
 func (b *Backend) CheckIdempotency(ctx context.Context, k domain.IdempotencyKey) (domain.IdemState, error) {
-	h, err := b.hashOfClient(k.ClientID)
+	tok, err := b.tokenOfClient(k.ClientID)
 	if err != nil {
 		return domain.IdemUnused, err
 	}
 	var state string
-	if err := b.call(ctx, "mcp_check_idempotency", map[string]any{"p_credential_hash": h, "p_tool": k.Tool,
+	if err := b.callClient(ctx, tok, "mcp_check_idempotency", map[string]any{"p_tool": k.Tool,
 		"p_tool_major": k.ToolMajor, "p_key": k.Key, "p_fingerprint": k.Fingerprint}, &state); err != nil {
 		return domain.IdemUnused, err
 	}
@@ -124,13 +137,13 @@ func (b *Backend) ConsumeRate(ctx context.Context, p domain.Principal, class str
 	default:
 		return d, fmt.Errorf("live: unknown limit class %q: %w", class, domain.ErrInvalidInput)
 	}
-	var h any
+	var tok secret // "" (no client): the shared public bucket
 	if !p.Public && p.Client.ID != "" {
-		s, err := b.hashOfClient(p.Client.ID)
+		t, err := b.tokenOfClient(p.Client.ID)
 		if err != nil {
 			return d, err
 		}
-		h = s
+		tok = t
 	}
 	var a struct {
 		Allowed bool   `json:"allowed"`
@@ -138,7 +151,7 @@ func (b *Backend) ConsumeRate(ctx context.Context, p domain.Principal, class str
 		Limit   int    `json:"limit"`
 		Retry   int    `json:"retry_after_seconds"`
 	}
-	if err := b.call(ctx, "mcp_consume_rate", map[string]any{"p_credential_hash": h, "p_class": class}, &a); err != nil {
+	if err := b.callClient(ctx, tok, "mcp_consume_rate", map[string]any{"p_class": class}, &a); err != nil {
 		return d, err
 	}
 	return domain.RateDecision{Allowed: a.Allowed, Class: class, Limit: a.Limit, RetryAfterSeconds: a.Retry}, nil

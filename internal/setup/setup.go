@@ -17,26 +17,19 @@ import (
 // empty (for example when previews are shown again after registration).
 const TokenPlaceholder = "<paste the token shown at registration>"
 
-// ServerKeyPlaceholder stands for the live server key in previews that
-// embed their environment: the key is never printed, and the seller's
-// machine does not hold it.
-const ServerKeyPlaceholder = "<paste the trovesnap_mcp server key>"
-
 // Fixed facts of the trovesnap stdio server.
 const (
 	DefaultServerName = "trovesnap"
 	PortableCommand   = "trovesnap"
 
-	envClientToken = "TROVESNAP_CLIENT_TOKEN" // same name as config.EnvClientToken
-	envDB          = "TROVESNAP_DB"           // same name as config.EnvDB
-	envSupabaseURL = "SUPABASE_URL"           // same name as config.EnvSupabaseURL
-	envSupabaseKey = "TROVESNAP_SUPABASE_KEY" // same name as config.EnvSupabaseKey
+	envClientToken  = "TROVESNAP_CLIENT_TOKEN" // same name as config.EnvClientToken
+	envDB           = "TROVESNAP_DB"           // same name as config.EnvDB
+	envSupabaseURL  = "SUPABASE_URL"           // same name as config.EnvSupabaseURL
+	envSupabaseAnon = "SUPABASE_ANON_KEY"      // same name as config.EnvSupabaseAPIKey
 
 	// projectTokenRef is what the project-scoped .mcp.json holds instead of
 	// the secret: Claude Code expands ${VAR} from its environment.
 	projectTokenRef = "${" + envClientToken + "}"
-	// projectKeyRef likewise keeps the live server key out of the file.
-	projectKeyRef = "${" + envSupabaseKey + "}"
 
 	codexStartupTimeoutSec = 20
 	codexToolTimeoutSec    = 120
@@ -73,10 +66,13 @@ type Input struct {
 	Token      string // the client credential; "" → TokenPlaceholder is printed instead
 	DBPath     string // when non-empty, passed as TROVESNAP_DB so the host's server uses the same database
 	ClientID   string // for notes only
-	// SupabaseURL, in live mode, is the project URL the host's server must
-	// call (not a secret: it is printed); the server key is never printed —
-	// a reference or ServerKeyPlaceholder stands for it.
-	SupabaseURL string
+	// SupabaseURL and SupabasePublicKey, in live mode, are the project URL
+	// the host's server calls and the project's public (anon) key. Neither
+	// is a secret — the public key is the same for every user and grants
+	// nothing without a client token — so both are printed. No host is
+	// given a server key: there is none.
+	SupabaseURL       string
+	SupabasePublicKey string
 	// DataDir is trovesnap's data directory (database, live session): the
 	// guards deny an agent's shell and file tools reading or writing it.
 	DataDir string
@@ -108,8 +104,8 @@ func Previews(in Input) ([]Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	project := f.server(projectTokenRef, projectKeyRef)
-	embedded := f.server(f.token, ServerKeyPlaceholder)
+	project := f.server(projectTokenRef)
+	embedded := f.server(f.token)
 
 	projectJSON, err := encodeJSON(mcpServersDoc{MCPServers: map[string]jsonServer{f.name: project}})
 	if err != nil {
@@ -138,7 +134,6 @@ func Previews(in Input) ([]Preview, error) {
 				"Run this in a terminal; it registers the server for the current project only (local scope). Add -s user after the server name to register it for all your projects.",
 				f.historyNote(),
 				f.placeholderNote(),
-				f.liveNote(),
 			),
 		},
 		{
@@ -147,8 +142,7 @@ func Previews(in Input) ([]Preview, error) {
 			Format: FormatJSON,
 			Text:   projectJSON,
 			Note: f.notes(
-				"Save as .mcp.json at the project root. The token is not stored in this file because project files get committed: export "+envClientToken+" (the token shown at registration) in the shell that starts Claude Code, which expands "+projectTokenRef+".",
-				f.liveProjectNote(),
+				"Save as .mcp.json at the project root. The token is not stored in this file because project files get committed: export " + envClientToken + " (the token shown at registration) in the shell that starts Claude Code, which expands " + projectTokenRef + ".",
 			),
 		},
 		{
@@ -159,7 +153,6 @@ func Previews(in Input) ([]Preview, error) {
 			Note: f.notes(
 				"Append to ~/.codex/config.toml, replacing any existing [mcp_servers."+f.name+"] table. This file contains the client token: keep it private.",
 				f.placeholderNote(),
-				f.liveNote(),
 			),
 		},
 		{
@@ -171,7 +164,6 @@ func Previews(in Input) ([]Preview, error) {
 				f.desktopPathNote(),
 				"Merge the \""+f.name+"\" entry into the mcpServers object of claude_desktop_config.json, then restart Claude Desktop. Claude Desktop does not expand environment variables, so the token is stored in this file: keep it private.",
 				f.placeholderNote(),
-				f.liveNote(),
 			),
 		},
 		{
@@ -182,7 +174,6 @@ func Previews(in Input) ([]Preview, error) {
 			Note: f.notes(
 				"Launch the command with these arguments and environment over stdio.",
 				f.placeholderNote(),
-				f.liveNote(),
 			),
 		},
 		{
@@ -222,6 +213,7 @@ type facts struct {
 	db          string
 	clientID    string
 	supabaseURL string
+	publicKey   string
 	dataDir     string
 }
 
@@ -242,6 +234,12 @@ func resolve(in Input) (facts, error) {
 			return f, errors.New("setup: the Supabase URL must be a plain http(s) project URL")
 		}
 		f.supabaseURL = strings.TrimRight(u.String(), "/")
+		k := in.SupabasePublicKey
+		if k == "" || len(k) > 4096 || strings.ContainsFunc(k, func(r rune) bool { return isControl(r) || r == ' ' }) ||
+			strings.Contains(k, "${") {
+			return f, errors.New("setup: live mode needs the project's public key, a single token")
+		}
+		f.publicKey = k
 	}
 	if f.name == "" {
 		f.name = DefaultServerName
@@ -302,38 +300,22 @@ func checkPath(what, p string) error {
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // env returns the server environment with the given token value and, in
-// live mode, the project URL and the given stand-in for the server key.
-func (f facts) env(token, key string) map[string]string {
+// live mode, the project URL and public key.
+func (f facts) env(token string) map[string]string {
 	e := map[string]string{envClientToken: token}
 	if f.db != "" {
 		e[envDB] = f.db
 	}
 	if f.supabaseURL != "" {
 		e[envSupabaseURL] = f.supabaseURL
-		e[envSupabaseKey] = key
+		e[envSupabaseAnon] = f.publicKey
 	}
 	return e
 }
 
-// liveNote explains the server-key placeholder of an embedded preview.
-func (f facts) liveNote() string {
-	if f.supabaseURL == "" {
-		return ""
-	}
-	return "Live mode: replace " + ServerKeyPlaceholder + " with the project's trovesnap_mcp server key (never the service-role key); it is never printed here."
-}
-
-// liveProjectNote is liveNote for the project file, which references the key.
-func (f facts) liveProjectNote() string {
-	if f.supabaseURL == "" {
-		return ""
-	}
-	return "Live mode: export " + envSupabaseKey + " (the project's trovesnap_mcp server key) in that shell too; the file references " + projectKeyRef + "."
-}
-
 // sortedEnv returns the environment as key-sorted pairs.
-func (f facts) sortedEnv(token, key string) [][2]string {
-	e := f.env(token, key)
+func (f facts) sortedEnv(token string) [][2]string {
+	e := f.env(token)
 	keys := make([]string, 0, len(e))
 	for k := range e {
 		keys = append(keys, k)
@@ -363,8 +345,8 @@ type genericServer struct {
 	Transport string            `json:"transport"`
 }
 
-func (f facts) server(token, key string) jsonServer {
-	return jsonServer{Command: f.command, Args: slices.Clone(serverArgs), Env: f.env(token, key)}
+func (f facts) server(token string) jsonServer {
+	return jsonServer{Command: f.command, Args: slices.Clone(serverArgs), Env: f.env(token)}
 }
 
 // encodeJSON renders v as 2-space indented JSON with a trailing newline.
@@ -386,7 +368,7 @@ func encodeJSON(v any) (string, error) {
 // swallow a following name, and `--` ends it before the command.
 func (f facts) claudeAddLine() string {
 	argv := []string{"claude", "mcp", "add", f.name}
-	for _, kv := range f.sortedEnv(f.token, ServerKeyPlaceholder) {
+	for _, kv := range f.sortedEnv(f.token) {
 		argv = append(argv, "-e", kv[0]+"="+kv[1])
 	}
 	argv = append(argv, "--", f.command)
@@ -412,7 +394,7 @@ func (f facts) codexTOML() string {
 	fmt.Fprintf(&b, "startup_timeout_sec = %d\n", codexStartupTimeoutSec)
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
 	fmt.Fprintf(&b, "\n[%s.env]\n", table)
-	for _, kv := range f.sortedEnv(f.token, ServerKeyPlaceholder) {
+	for _, kv := range f.sortedEnv(f.token) {
 		fmt.Fprintf(&b, "%s = %s\n", tomlKey(kv[0]), tomlString(kv[1]))
 	}
 	return b.String()

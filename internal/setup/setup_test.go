@@ -23,6 +23,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	testExe   = "/usr/local/bin/trovesnap"
 	testToken = "tsk_Example_Token_0123456789"
+	// testPublicKey stands for a project's publishable key (public by design).
+	testPublicKey = "sb_publishable_Example_0123456789"
 )
 
 // awkward paths: spaces, single and double quotes, a backslash, shell
@@ -46,7 +48,7 @@ var goldenCases = []goldenCase{
 	{"placeholder", Input{Executable: testExe}},
 	{"awkward_path_db", Input{ServerName: "trovesnap-dev", Executable: awkwardExe, Token: testToken, DBPath: awkwardDB, DataDir: awkwardDataDir}},
 	{"db_outside_data_dir", Input{Executable: testExe, Token: testToken, DBPath: "/srv/trove/shop.db", DataDir: testDataDir}},
-	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/"}},
+	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/", SupabasePublicKey: testPublicKey}},
 }
 
 // extraCases are checked for parse-back and invariants but have no golden.
@@ -129,8 +131,8 @@ func expect(in Input) expected {
 	}
 	if in.SupabaseURL != "" {
 		u := strings.TrimRight(in.SupabaseURL, "/")
-		e.env["SUPABASE_URL"], e.env["TROVESNAP_SUPABASE_KEY"] = u, ServerKeyPlaceholder
-		e.projectEnv["SUPABASE_URL"], e.projectEnv["TROVESNAP_SUPABASE_KEY"] = u, "${TROVESNAP_SUPABASE_KEY}"
+		e.env["SUPABASE_URL"], e.env["SUPABASE_ANON_KEY"] = u, in.SupabasePublicKey
+		e.projectEnv["SUPABASE_URL"], e.projectEnv["SUPABASE_ANON_KEY"] = u, in.SupabasePublicKey
 	}
 	return e
 }
@@ -440,21 +442,29 @@ func TestPreviews_Invariants(t *testing.T) {
 	}
 }
 
-// Live mode: every preview names the project URL and stands in for the
-// server key — a ${} reference in the committed project file, a
-// placeholder elsewhere — and no preview of a mock setup mentions either.
+// Live mode: every preview names the project URL and its public key, and
+// nothing else of the project — no server key, no placeholder asking for
+// one; no preview of a mock setup mentions Supabase.
 func TestPreviews_LiveSettings(t *testing.T) {
-	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, SupabaseURL: "https://abcd1234.supabase.co/"})
+	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, SupabaseURL: "https://abcd1234.supabase.co/", SupabasePublicKey: testPublicKey})
 	for _, p := range serverPreviews(ps) {
 		if !strings.Contains(p.Text, "https://abcd1234.supabase.co") || strings.Contains(p.Text, "supabase.co/") {
 			t.Errorf("%s: project URL missing or not normalised:\n%s", p.Host, p.Text)
 		}
-		want := ServerKeyPlaceholder
-		if p.Host == HostClaudeCodeProject {
-			want = "${TROVESNAP_SUPABASE_KEY}"
+		if !strings.Contains(p.Text, "SUPABASE_ANON_KEY") || !strings.Contains(p.Text, testPublicKey) {
+			t.Errorf("%s: the public key is missing:\n%s", p.Host, p.Text)
 		}
-		if !strings.Contains(p.Text, want) || !strings.Contains(p.Note, "trovesnap_mcp server key") {
-			t.Errorf("%s: server key stand-in %q or its note missing:\n%s\n%s", p.Host, want, p.Text, p.Note)
+	}
+	for _, p := range ps {
+		for _, bad := range []string{"TROVESNAP_SUPABASE_KEY", "server key", "service_role", "trovesnap_mcp"} {
+			if strings.Contains(p.Text+p.Note, bad) {
+				t.Errorf("%s: a live preview mentions %q:\n%s\n%s", p.Host, bad, p.Text, p.Note)
+			}
+		}
+	}
+	for _, bad := range []string{"", "a b", "key\n", "${SUPABASE_ANON_KEY}"} {
+		if _, err := Previews(Input{Executable: testExe, Token: testToken, SupabaseURL: "https://abcd1234.supabase.co", SupabasePublicKey: bad}); err == nil {
+			t.Errorf("public key %q accepted", bad)
 		}
 	}
 	for _, p := range mustPreviews(t, Input{Executable: testExe, Token: testToken}) {
@@ -528,10 +538,16 @@ func TestPreviews_InvalidInput(t *testing.T) {
 		"data dir with newline":       with(func(in *Input) { in.DataDir = "/var/lib/x\ny" }),
 		"client id with newline":      with(func(in *Input) { in.ClientID = "cli\n1" }),
 		"client id too long":          with(func(in *Input) { in.ClientID = strings.Repeat("c", 129) }),
-		"supabase url not http":       with(func(in *Input) { in.SupabaseURL = "ftp://abcd.supabase.co" }),
-		"supabase url with userinfo":  with(func(in *Input) { in.SupabaseURL = "https://key@abcd.supabase.co" }),
-		"supabase url with query":     with(func(in *Input) { in.SupabaseURL = "https://abcd.supabase.co/?apikey=x" }),
-		"supabase url with ${":        with(func(in *Input) { in.SupabaseURL = "https://abcd.supabase.co/${X}" }),
+		"supabase url not http":       with(func(in *Input) { in.SupabasePublicKey = testPublicKey; in.SupabaseURL = "ftp://abcd.supabase.co" }),
+		"supabase url with userinfo":  with(func(in *Input) { in.SupabasePublicKey = testPublicKey; in.SupabaseURL = "https://key@abcd.supabase.co" }),
+		"supabase url with query": with(func(in *Input) {
+			in.SupabasePublicKey = testPublicKey
+			in.SupabaseURL = "https://abcd.supabase.co/?apikey=x"
+		}),
+		"supabase url with ${": with(func(in *Input) {
+			in.SupabasePublicKey = testPublicKey
+			in.SupabaseURL = "https://abcd.supabase.co/${X}"
+		}),
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,8 +28,9 @@ import (
 // /rest/v1/rpc/{fn} with JSON named arguments and `Authorization: Bearer
 // <JWT>` (HS256, verified with the endpoint's secret). Each request runs in
 // one transaction as the authenticator login role: SET LOCAL ROLE to the
-// JWT's role claim (anon without a JWT), request.jwt.claims set, then the
-// function. Errors come back as PostgREST's {code, message, details, hint}.
+// JWT's role claim (anon without a JWT), request.jwt.claims and
+// request.headers set (PostgREST's JSON object of the request headers,
+// names in lower case, one value each), then the function. Errors come back as PostgREST's {code, message, details, hint}.
 type Endpoint struct {
 	URL    string
 	secret []byte
@@ -199,7 +200,13 @@ func (e *Endpoint) serve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, pgrstError{Code: "PGRST102", Message: "Invalid JSON body"})
 		return
 	}
-	out, err := e.exec(r.Context(), role, claims, fn, body, in)
+	headers := map[string]string{}
+	for name, vs := range r.Header {
+		if len(vs) > 0 {
+			headers[strings.ToLower(name)] = vs[0]
+		}
+	}
+	out, err := e.exec(r.Context(), role, claims, headers, fn, body, in)
 	if err != nil {
 		status, pe := errorFor(role, err)
 		writeErr(w, status, pe)
@@ -238,7 +245,7 @@ func (e *Endpoint) signature(ctx context.Context, fn string) ([]fnArg, error) {
 
 var errNoFunction = errors.New("no such function")
 
-func (e *Endpoint) exec(ctx context.Context, role string, claims map[string]any, fn string, body []byte, in map[string]json.RawMessage) ([]byte, error) {
+func (e *Endpoint) exec(ctx context.Context, role string, claims map[string]any, headers map[string]string, fn string, body []byte, in map[string]json.RawMessage) ([]byte, error) {
 	sig, err := e.signature(ctx, fn)
 	if err != nil {
 		return nil, err
@@ -258,12 +265,13 @@ func (e *Endpoint) exec(ctx context.Context, role string, claims map[string]any,
 		q = "SELECT to_jsonb(public." + pgx.Identifier{fn}.Sanitize() + "(" + strings.Join(named, ", ") + "))::text FROM jsonb_to_record($1::jsonb) AS r(" + strings.Join(cols, ", ") + ")"
 	}
 	cj, _ := json.Marshal(claims)
+	hj, _ := json.Marshal(headers)
 	var out *string
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{role}.Sanitize()); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT set_config('request.jwt.claims', $1, true)", string(cj)); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT set_config('request.jwt.claims', $1, true), set_config('request.headers', $2, true)", string(cj), string(hj)); err != nil {
 			return err
 		}
 		if len(cols) > 0 {

@@ -84,8 +84,13 @@ func Need(t testing.TB) *Env {
 	return shared
 }
 
-// ServerKey mints the server key of the trovesnap_mcp role.
-func (e *Env) ServerKey() string { return e.Endpoint.Token("trovesnap_mcp", time.Hour) }
+// PublicKey mints the project's public (anon) key: the only key a host
+// holds. An MCP call's authority is its client token.
+func (e *Env) PublicKey() string { return e.Endpoint.Token("anon", time.Hour) }
+
+// RetiredServerKey mints a JWT for the trovesnap_mcp role — the shared
+// server key of earlier releases — for tests that prove it is refused.
+func (e *Env) RetiredServerKey() string { return e.Endpoint.Token("trovesnap_mcp", time.Hour) }
 
 // Seed empties the database and inserts ds through mcp_seed_fixtures, as
 // the development admin role (credential hashes travel apart: the dataset's
