@@ -51,9 +51,9 @@ func TestMigrations_SchemaVersionMatchesTheFiles(t *testing.T) {
 	}
 }
 
-// The server role may EXECUTE the RPCs and nothing else: every direct
-// SELECT, INSERT, UPDATE and DELETE on every table is refused.
-func TestMigrations_ServerRoleCannotTouchAnyTable(t *testing.T) {
+// The public key's role (anon) may EXECUTE the RPCs and nothing else: every
+// direct SELECT, INSERT, UPDATE and DELETE on every table is refused.
+func TestMigrations_PublicRoleCannotTouchAnyTable(t *testing.T) {
 	env := seeded(t)
 	tables, err := env.Cluster.Tables(ctx)
 	if err != nil || len(tables) < 15 {
@@ -73,24 +73,24 @@ func TestMigrations_ServerRoleCannotTouchAnyTable(t *testing.T) {
 			"DELETE FROM " + q,
 		} {
 			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, "SET LOCAL ROLE trovesnap_mcp"); err != nil {
+				if _, err := tx.Exec(ctx, "SET LOCAL ROLE anon"); err != nil {
 					t.Fatal(err)
 				}
 				_, err := tx.Exec(ctx, stmt)
 				return err
 			})
 			if err == nil || !strings.Contains(err.Error(), "SQLSTATE 42501") {
-				t.Errorf("as trovesnap_mcp, %q: %v; want permission denied (42501)", stmt, err)
+				t.Errorf("as anon, %q: %v; want permission denied (42501)", stmt, err)
 			}
 		}
 	}
 	rr, err := newBackend(t, env).RoleCheck(ctx)
-	if err != nil || rr.Role != "trovesnap_mcp" || rr.TableAccess() || len(rr.TablePrivileges) != 0 {
+	if err != nil || rr.Role != "anon" || rr.TableAccess() || len(rr.TablePrivileges) != 0 {
 		t.Fatalf("role check = %+v, %v", rr, err)
 	}
 	for _, fn := range rr.Functions {
 		if !strings.HasPrefix(fn, "mcp_") || fn == "mcp_seed_fixtures" {
-			t.Errorf("trovesnap_mcp may execute %s", fn)
+			t.Errorf("anon may execute %s", fn)
 		}
 	}
 }

@@ -360,13 +360,16 @@ func TestMedia_ConcurrentUploadsOfOneTenant(t *testing.T) {
 	}
 }
 
-// Only the server's role may call the media RPCs; the helpers are nobody's.
+// Only the public key's role may call the media RPCs (their authority is
+// the client token they carry); their bodies and helpers are nobody's.
 func TestMedia_OnlyTheServerRoleMayExecute(t *testing.T) {
 	env := pgtest.Need(t)
 	conn := superConn(t, env)
-	sig := "(text, text, integer, text, text, jsonb, timestamptz, jsonb, text)"
-	for _, fn := range []string{"public.mcp_attach_candidate_media" + sig, "public.mcp_create_media_candidate" + sig} {
-		for role, want := range map[string]bool{"trovesnap_mcp": true, "anon": false, "authenticated": false, "service_role": false} {
+	sig := "(text, integer, text, text, jsonb, timestamptz, jsonb, text)"
+	body := "(text, text, integer, text, text, jsonb, timestamptz, jsonb, text)"
+	for fn, anon := range map[string]bool{"public.mcp_attach_candidate_media" + sig: true, "public.mcp_create_media_candidate" + sig: true,
+		"trovesnap.mcp_attach_candidate_media" + body: false, "trovesnap.mcp_create_media_candidate" + body: false} {
+		for role, want := range map[string]bool{"trovesnap_mcp": false, "anon": anon, "authenticated": false, "service_role": false} {
 			var ok bool
 			if err := conn.QueryRow(ctx, "SELECT has_function_privilege($1, $2, 'EXECUTE')", role, fn).Scan(&ok); err != nil || ok != want {
 				t.Errorf("%s may execute %s: %v, want %v (%v)", role, fn, ok, want, err)

@@ -172,7 +172,10 @@ func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
 		"mcp_create_status_report": {"trovesnap.reportable_statuses()"},
 	} {
 		var src string
-		if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE proname = $1", fn).Scan(&src); err != nil {
+		// The body: an MCP RPC's lives in the trovesnap schema behind its
+		// public token wrapper (migration 29).
+		if err := conn.QueryRow(ctx, `SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+			WHERE p.proname = $1 ORDER BY n.nspname = 'trovesnap' DESC LIMIT 1`, fn).Scan(&src); err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
 		for _, call := range calls {
