@@ -1,4 +1,7 @@
-package live_test
+// Package supabasecli_test pushes supabase/migrations with the real
+// Supabase CLI. It is a package of its own (not internal/live's) so that it
+// has its own cluster and test timeout, and runs beside the live suite.
+package supabasecli_test
 
 import (
 	"context"
@@ -14,6 +17,10 @@ import (
 	"github.com/triunalabs/trovesnap/supabase"
 )
 
+// One cluster with the migrations applied by pgtest.Migrate, to compare
+// with (see pgtest.Main for CI and skipping).
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
 // TestSupabaseCLI_DBPush pushes supabase/migrations with the real Supabase
 // CLI (the version package.json pins) to a fresh PostgreSQL 15 cluster that
 // has only the roles a Supabase project starts with: every file applies, the
@@ -24,7 +31,7 @@ import (
 // scripts/supabase-push-check runs the same push from a shell.
 func TestSupabaseCLI_DBPush(t *testing.T) {
 	env := pgtest.Need(t)
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := pgtest.SupabaseCLI(ctx)
 	if err != nil {
@@ -65,6 +72,8 @@ func TestSupabaseCLI_DBPush(t *testing.T) {
 	}
 	push := func() string {
 		t.Helper()
+		start := time.Now()
+		defer func() { t.Logf("supabase db push: %v", time.Since(start).Round(time.Millisecond)) }()
 		out, err := pgtest.SupabaseCmd(ctx, bin, work, "db", "push", "--db-url", c.DBURL("postgres"),
 			"--include-all", "--yes", "--workdir", work).CombinedOutput()
 		if err != nil {
