@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningLimits(t, open)
 	runReviewLimits(t, open) // suite_review_limits.go: Go's default and narrowed limits, in both backends
 	runReviewScope(t, open)  // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
+	runAuthority(t, open)    // suite_authority.go: a direct call is refused where the gate would refuse it
 }
 
 var ctx = context.Background()
