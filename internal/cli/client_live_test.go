@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zalando/go-keyring"
+
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/cli"
 	"github.com/triunalabs/trovesnap/internal/contract"
@@ -24,9 +26,13 @@ import (
 // PostgREST and Supabase Auth stand-ins: the project's seller RPCs decide.
 // (These tests need pgtest.Main in this package's TestMain.)
 
-// lcSeller is one seller's own computer: a data directory with its session.
+// lcSeller is one seller's own computer: a data directory, and its own
+// credential store entry for the project (keychain: held here while the
+// computer runs no command, so that sellers signed in to the same project
+// on two computers do not share the one mock store's entry).
 type lcSeller struct {
-	env map[string]string
+	env      map[string]string
+	keychain *string
 }
 
 // lcEnv seeds the contract dataset and returns the live-mode environment of
@@ -43,7 +49,7 @@ func lcEnv(t *testing.T) (*pgtest.Env, func() lcSeller) {
 			"HOME": dir, "XDG_DATA_HOME": filepath.Join(dir, "data"),
 			"SUPABASE_URL":      env.Endpoint.URL,
 			"SUPABASE_ANON_KEY": env.PublicKey(),
-		}}
+		}, keychain: new(string)}
 	}
 }
 
@@ -62,17 +68,33 @@ func lcRun(t *testing.T, env map[string]string, stdin string, argv ...string) re
 	return result{out.String(), errb.String(), code}
 }
 
+// exec runs one command line on this computer, with its credential store.
+func (s lcSeller) exec(t *testing.T, stdin string, argv ...string) result {
+	t.Helper()
+	account := live.SessionAccount(s.env["SUPABASE_URL"])
+	if *s.keychain != "" {
+		_ = keyring.Set(live.KeyringService, account, *s.keychain)
+	} else {
+		_ = keyring.Delete(live.KeyringService, account)
+	}
+	defer func() {
+		*s.keychain, _ = keyring.Get(live.KeyringService, account)
+		_ = keyring.Delete(live.KeyringService, account)
+	}()
+	return lcRun(t, s.env, stdin, argv...)
+}
+
 // lcLogin signs userID in on a new computer.
 func lcLogin(t *testing.T, env *pgtest.Env, newSeller func() lcSeller, userID string) lcSeller {
 	t.Helper()
 	email, pw := userID+"@example.com", "pw-"+userID
 	env.Endpoint.AddAuthUser(email, pw, userID)
 	s := newSeller()
-	if r := lcRun(t, s.env, pw+"\n", "login", "--email", email, "--password-stdin"); r.code != cli.ExitOK {
+	if r := s.exec(t, pw+"\n", "login", "--email", email, "--password-stdin"); r.code != cli.ExitOK {
 		t.Fatalf("login as %s: %+v", userID, r)
 	}
 	// The computer's approval passphrase (live mode: local defence in depth).
-	if r := lcRun(t, s.env, testPass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
+	if r := s.exec(t, testPass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
 		t.Fatalf("passphrase set for %s: %+v", userID, r)
 	}
 	return s
@@ -80,14 +102,14 @@ func lcLogin(t *testing.T, env *pgtest.Env, newSeller func() lcSeller, userID st
 
 func (s lcSeller) run(t *testing.T, argv ...string) result {
 	t.Helper()
-	return lcRun(t, s.env, "", argv...)
+	return s.exec(t, "", argv...)
 }
 
 // runP runs a command that grants or widens authority, with the passphrase
 // on stdin.
 func (s lcSeller) runP(t *testing.T, argv ...string) result {
 	t.Helper()
-	return lcRun(t, s.env, testPass+"\n", append(argv, "--passphrase-stdin")...)
+	return s.exec(t, testPass+"\n", append(argv, "--passphrase-stdin")...)
 }
 
 // lcNoToken fails when a command printed anything token-shaped.

@@ -12,6 +12,7 @@ import (
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
 	"github.com/triunalabs/trovesnap/store"
 )
 
@@ -38,6 +39,10 @@ type Factory struct {
 	// LookupEnv tells a variable set to "" from an unset one (os.LookupEnv);
 	// nil: a variable is set when Getenv returns a non-empty value.
 	LookupEnv func(string) (string, bool)
+
+	// sessions keeps the seller session for the life of the process (see
+	// sessionStore).
+	sessions *live.Sessions
 }
 
 // DefaultFactory is the production factory.

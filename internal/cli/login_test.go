@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/zalando/go-keyring"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live"
@@ -68,8 +69,11 @@ func TestLogin_RefusesWithoutLiveConfiguration(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q, password bytes read %d", c.name, code, out, errb, in.n)
 		}
 	}
-	if _, err := os.Stat(live.SessionPath(dir)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a refused login wrote a session: %v", err)
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused login wrote files: %v", entries)
+	}
+	if v, err := keyring.Get(live.KeyringService, live.SessionAccount("http://127.0.0.1:1")); !errors.Is(err, keyring.ErrNotFound) {
+		t.Fatalf("a refused login kept a session: %q, %v", v, err)
 	}
 }
 
@@ -130,29 +134,84 @@ func TestOpenSeller_NotSignedInSaysToLogIn(t *testing.T) {
 	}
 }
 
-// Logout always deletes the local session, even where it cannot revoke it,
-// and says what it did.
-func TestLogout_DeletesTheLocalSessionWhateverHappens(t *testing.T) {
+// Logout deletes, unread, the session file an older release left in the
+// data directory — whatever else it can do — and says so.
+func TestLogout_DeletesTheOldSessionFileWhateverHappens(t *testing.T) {
 	dir := t.TempDir()
-	path := live.SessionPath(dir)
+	path := filepath.Join(dir, live.LegacySessionFileName)
 	f, out, errb := approveFactory(t, map[string]string{"TROVESNAP_DATA_DIR": dir})
-	if code := Run(context.Background(), f, []string{"logout"}); code != ExitOK || !strings.Contains(out.String(), "Not signed in") {
+	if code := Run(context.Background(), f, []string{"logout"}); code != ExitOK || !strings.Contains(out.String(), "Not signed in") ||
+		errb.Len() != 0 {
 		t.Fatalf("logout without a session: exit %d, %s %s", code, out, errb)
 	}
 	// A session file (here one that is not even readable as a session) in
-	// mock mode: deleted, with a note that nothing was revoked.
-	if err := os.WriteFile(path, []byte(`{"version":1}`), 0o644); err != nil {
+	// mock mode: deleted, with a note.
+	if err := os.WriteFile(path, []byte(`{"version":1,"refresh_token":"old"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if code := Run(context.Background(), f, []string{"logout"}); code != ExitOK || !strings.Contains(out.String(), "deleted") ||
-		!strings.Contains(errb.String(), "could not be revoked") {
+	if code := Run(context.Background(), f, []string{"logout"}); code != ExitOK || !strings.Contains(out.String(), "Not signed in") ||
+		!strings.Contains(errb.String(), "older release") || !strings.Contains(errb.String(), path) {
 		t.Fatalf("logout in mock mode: exit %d, %s %s", code, out, errb)
 	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the session file survived: %v", err)
-	}
-	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("files left: %v", entries)
+	}
+}
+
+// Where sessions are kept is TROVESNAP_SESSION_STORE's choice: the OS
+// credential store by default, this process's memory with "memory", and
+// anything else is a configuration error. A store that does not answer
+// falls back to memory, with its reason.
+func TestSessionStore_Choice(t *testing.T) {
+	defer keyring.MockInit()
+	for _, c := range []struct {
+		name, value string
+		keyringErr  error
+		persistent  bool
+		why         string
+	}{
+		{"default", "", nil, true, ""},
+		{"os", "OS", nil, true, ""},
+		{"memory", "memory", nil, false, "TROVESNAP_SESSION_STORE=memory"},
+		{"no store", "", errors.New("dbus: couldn't determine address of session bus"), false, "couldn't determine address of session bus"},
+	} {
+		keyring.MockInit()
+		if c.keyringErr != nil {
+			keyring.MockInitWithError(c.keyringErr)
+		}
+		f, _, _ := approveFactory(t, map[string]string{envSessionStore: c.value})
+		ss, err := f.sessionStore()
+		if err != nil || ss.Persistent() != c.persistent || !strings.Contains(ss.Why(), c.why) {
+			t.Errorf("%s: %v, persistent %v, why %q", c.name, err, ss.Persistent(), ss.Why())
+		}
+		if again, _ := f.sessionStore(); again != ss {
+			t.Errorf("%s: the store is opened again", c.name)
+		}
+	}
+	f, _, _ := approveFactory(t, map[string]string{envSessionStore: "file"})
+	if _, err := f.sessionStore(); exitCodeFor(err) != ExitConfig || !strings.Contains(err.Error(), envSessionStore) {
+		t.Fatalf("an unknown store: %v", err)
+	}
+}
+
+// Without a credential store a seller command signs in itself, on a
+// terminal only: from a pipe it says so, exits with the configuration
+// code, and reads nothing.
+func TestOpenSeller_WithoutACredentialStoreNeedsATerminal(t *testing.T) {
+	dir := t.TempDir()
+	vars := liveVars(dir)
+	vars[envSessionStore] = "memory"
+	f, _, _ := approveFactory(t, vars)
+	in := &countingReader{r: strings.NewReader("paul@heritage.test\npw\n")}
+	f.IO.In = in
+	cfg, err := f.Config("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.OpenSeller(context.Background(), cfg)
+	if err == nil || exitCodeFor(err) != ExitConfig || !errors.Is(err, live.ErrNotSignedIn) ||
+		!strings.Contains(err.Error(), "no credential store") || !strings.Contains(err.Error(), "terminal") || in.n != 0 {
+		t.Fatalf("OpenSeller without a store or a terminal: %v (exit %d, %d bytes read)", err, exitCodeFor(err), in.n)
 	}
 }

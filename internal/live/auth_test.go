@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zalando/go-keyring"
+
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live"
@@ -188,9 +190,9 @@ func TestAuthStandIn_AgreesWithTheDocumentedShapes(t *testing.T) {
 		if c.grant == "password" {
 			s, err = a.SignIn(ctx, "seller@example.com", "pw")
 		} else {
-			dir := t.TempDir()
-			writeSession(t, a, dir, srv.URL)
-			s, err = a.Current(ctx, live.SessionPath(dir), time.Now())
+			keyring.MockInit()
+			keepSession(t, srv.URL)
+			s, err = a.Current(ctx, live.OpenSessions(), time.Now())
 		}
 		srv.Close()
 		switch {
@@ -207,31 +209,25 @@ func TestAuthStandIn_AgreesWithTheDocumentedShapes(t *testing.T) {
 	}
 }
 
-// writeSession saves an expired session of project url, signed in through
-// the documented token answer of a one-shot server.
-func writeSession(t *testing.T, a *live.Auth, dir, url string) {
+// keepSession puts a session of project url in the (mock) credential
+// store, as a previous process would have left it: the refresh token of
+// the documented token answer, no access token.
+func keepSession(t *testing.T, url string) {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, strings.Replace(documentedToken, "1893456000", fmt.Sprint(time.Now().Add(-time.Hour).Unix()), 1))
-	}))
-	defer srv.Close()
-	s, err := newAuth(t, srv.URL, "anon-key", nil).SignIn(ctx, "seller@example.com", "pw")
-	if err != nil {
+	if err := keyring.Set(live.KeyringService, live.SessionAccount(url),
+		`{"v":2,"user_id":"11111111-2222-3333-4444-555555555555","email":"seller@example.com","refresh_token":"a-refresh-token"}`); err != nil {
 		t.Fatal(err)
 	}
-	// The same session, as if it had been made on url.
-	raw, _ := json.Marshal(s)
-	var moved map[string]any
-	_ = json.Unmarshal(raw, &moved)
-	path := live.SessionPath(dir)
-	if err := live.SaveSession(path, s); err != nil {
+}
+
+// stored is the credential store's entry of project url ("" when none).
+func stored(t *testing.T, url string) string {
+	t.Helper()
+	v, err := keyring.Get(live.KeyringService, live.SessionAccount(url))
+	if err != nil && !errors.Is(err, keyring.ErrNotFound) {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
-	if err := os.WriteFile(path, bytes.Replace(b, []byte(srv.URL), []byte(url), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return v
 }
 
 // Sign in, refresh and sign out against the stand-in: the session works
@@ -291,8 +287,10 @@ func TestAuth_SignInRefreshSignOut(t *testing.T) {
 }
 
 // Current refreshes an expiring session and saves the rotated one at once;
-// a fresh one is used as saved; another project's is refused.
+// a fresh one is used as kept; another project's is not there; a new
+// process (new Sessions) refreshes from the kept refresh token.
 func TestAuth_CurrentRefreshesAndSaves(t *testing.T) {
+	keyring.MockInit()
 	env := seeded(t)
 	env.Endpoint.AddAuthUser("mgr@heritage.test", "pw-manager", fixtures.ManagerUserID)
 	a := newAuth(t, env.Endpoint.URL, anonKey(env), nil)
@@ -300,124 +298,159 @@ func TestAuth_CurrentRefreshesAndSaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := live.SessionPath(t.TempDir())
-	if _, err := a.Current(ctx, path, time.Now()); !errors.Is(err, live.ErrNotSignedIn) {
-		t.Fatalf("no session file: %v", err)
+	sessions := live.OpenSessions()
+	if !sessions.Persistent() {
+		t.Fatalf("the mock credential store was not used: %s", sessions.Why())
 	}
-	if err := live.SaveSession(path, s); err != nil {
+	if _, err := a.Current(ctx, sessions, time.Now()); !errors.Is(err, live.ErrNotSignedIn) {
+		t.Fatalf("no session kept: %v", err)
+	}
+	if err := sessions.Save(s); err != nil {
 		t.Fatal(err)
 	}
-	saved, _ := os.ReadFile(path)
-	got, err := a.Current(ctx, path, time.Now())
+	saved := stored(t, env.Endpoint.URL)
+	before := env.Endpoint.AuthRequests()["POST /auth/v1/token"]
+	got, err := a.Current(ctx, sessions, time.Now())
 	if err != nil || !got.ExpiresAt.Equal(s.ExpiresAt) {
 		t.Fatalf("a fresh session: %+v, %v", got, err)
 	}
-	if now, _ := os.ReadFile(path); !bytes.Equal(now, saved) {
-		t.Fatal("a fresh session was rewritten")
+	if stored(t, env.Endpoint.URL) != saved || env.Endpoint.AuthRequests()["POST /auth/v1/token"] != before {
+		t.Fatal("a fresh session was refreshed or rewritten")
 	}
-	before := env.Endpoint.AuthRequests()["POST /auth/v1/token"]
-	got, err = a.Current(ctx, path, s.ExpiresAt.Add(-time.Minute)) // within RefreshMargin
+	got, err = a.Current(ctx, sessions, s.ExpiresAt.Add(-time.Minute)) // within RefreshMargin
 	if err != nil || got.UserID != s.UserID {
 		t.Fatalf("an expiring session: %+v, %v", got, err)
 	}
 	if n := env.Endpoint.AuthRequests()["POST /auth/v1/token"]; n != before+1 {
 		t.Fatalf("token requests %d → %d: no refresh", before, n)
 	}
-	rotated, _ := os.ReadFile(path)
-	if bytes.Equal(rotated, saved) {
+	if stored(t, env.Endpoint.URL) == saved {
 		t.Fatal("the rotated session was not saved")
 	}
-	// The old refresh token is spent; the saved one works.
+	// The old refresh token is spent; the kept one works.
 	if _, err := a.Refresh(ctx, s); !errors.Is(err, live.ErrSessionEnded) {
 		t.Fatalf("old refresh token: %v", err)
 	}
-	if _, err := a.Current(ctx, path, time.Now().Add(2*time.Hour)); err != nil {
-		t.Fatalf("refresh with the saved token: %v", err)
+	if _, err := a.Current(ctx, sessions, time.Now().Add(2*time.Hour)); err != nil {
+		t.Fatalf("refresh with the kept token: %v", err)
 	}
 	// A caller that needs the token for longer than it lasts gets a fresh one.
-	saved, _ = os.ReadFile(path)
-	if _, err := a.CurrentUntil(ctx, path, time.Now().Add(30*time.Minute)); err != nil {
+	saved = stored(t, env.Endpoint.URL)
+	if _, err := a.CurrentUntil(ctx, sessions, time.Now().Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if now, _ := os.ReadFile(path); !bytes.Equal(now, saved) {
+	if stored(t, env.Endpoint.URL) != saved {
 		t.Fatal("a token lasting long enough was refreshed")
 	}
-	if s, err := a.CurrentUntil(ctx, path, time.Now().Add(90*time.Minute)); err != nil || !s.ExpiresAt.After(time.Now().Add(50*time.Minute)) {
+	if s, err := a.CurrentUntil(ctx, sessions, time.Now().Add(90*time.Minute)); err != nil || !s.ExpiresAt.After(time.Now().Add(50*time.Minute)) {
 		t.Fatalf("CurrentUntil beyond the token's life: %+v, %v", s, err)
 	}
-	if now, _ := os.ReadFile(path); bytes.Equal(now, saved) {
+	if stored(t, env.Endpoint.URL) == saved {
 		t.Fatal("a token not lasting long enough was not refreshed")
 	}
-	if _, err := newAuth(t, "https://other.supabase.co", "k", nil).Current(ctx, path, time.Now()); !errors.Is(err, live.ErrNotSignedIn) ||
-		!strings.Contains(err.Error(), env.Endpoint.URL) {
+	// Another process: it finds only the refresh token, and refreshes once.
+	before = env.Endpoint.AuthRequests()["POST /auth/v1/token"]
+	next := live.OpenSessions()
+	if got, err := a.Current(ctx, next, time.Now()); err != nil || got.UserID != s.UserID {
+		t.Fatalf("the next process: %+v, %v", got, err)
+	}
+	if n := env.Endpoint.AuthRequests()["POST /auth/v1/token"]; n != before+1 {
+		t.Fatalf("the next process: token requests %d → %d", before, n)
+	}
+	// The first process sees that the kept session moved on, and follows it
+	// rather than spending its own (now revoked) refresh token.
+	if _, err := a.CurrentUntil(ctx, sessions, time.Now().Add(90*time.Minute)); err != nil {
+		t.Fatalf("the first process after the next one refreshed: %v", err)
+	}
+	if _, err := newAuth(t, "https://other.supabase.co", "k", nil).Current(ctx, sessions, time.Now()); !errors.Is(err, live.ErrNotSignedIn) ||
+		!strings.Contains(err.Error(), "https://other.supabase.co") {
 		t.Fatalf("a session of another project: %v", err)
 	}
 }
 
-// The session file is written 0600 through an exclusive temp file and a
-// rename, and a file others could read is refused.
-func TestSession_FileModeAndRefusals(t *testing.T) {
+// The credential store holds only what the next process needs — the
+// refresh token, the user id and the email, well under the smallest
+// platform limit — and nothing is written to a file. An unreadable entry
+// is "sign in again"; Remove deletes it; a store that does not answer
+// leaves sessions in memory, with the reason.
+func TestSessions_KeptInTheCredentialStoreNeverAFile(t *testing.T) {
+	keyring.MockInit()
 	env := pgtest.Need(t)
 	env.Endpoint.AddAuthUser("file@heritage.test", "pw-file", fixtures.DemoUserID)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	a := newAuth(t, env.Endpoint.URL, anonKey(env), nil)
 	s, err := a.SignIn(ctx, "file@heritage.test", "pw-file")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "data")
-	path := live.SessionPath(dir)
-	for i := 0; i < 2; i++ { // a new file, then a replaced one
-		if err := live.SaveSession(path, s); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil || fi.Mode().Perm() != 0o600 {
-			t.Fatalf("session file mode = %v, %v", fi.Mode(), err)
-		}
+	access, refresh := live.SessionTokens(s)
+	sessions := live.OpenSessions()
+	if err := sessions.Save(s); err != nil {
+		t.Fatal(err)
 	}
-	if di, _ := os.Stat(dir); di.Mode().Perm() != 0o700 {
-		t.Fatalf("created data dir mode = %v", di.Mode())
+	var entry map[string]any
+	raw := stored(t, env.Endpoint.URL+"/") // the account ignores a trailing slash
+	if err := json.Unmarshal([]byte(raw), &entry); err != nil || entry["refresh_token"] != refresh || entry["user_id"] != s.UserID ||
+		len(entry) != 4 || len(raw) > 512 || strings.Contains(raw, access) {
+		t.Fatalf("the credential store's entry (%d bytes): %v %v", len(raw), entry, err)
 	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("files left in the data dir: %v", entries)
-	}
-	got, err := live.LoadSession(path)
-	if err != nil || got.UserID != s.UserID || got.Email != s.Email || !got.ExpiresAt.Equal(s.ExpiresAt) {
-		t.Fatalf("loaded %+v, %v", got, err)
+	noTokenInFiles(t, home, access, refresh)
+	if got, err := live.OpenSessions().Load(env.Endpoint.URL); err != nil || got.UserID != s.UserID || got.Email != s.Email ||
+		!got.Expired(time.Now()) {
+		t.Fatalf("loaded by another process: %+v, %v", got, err)
 	}
 
-	if err := os.Chmod(path, 0o640); err != nil {
+	if err := keyring.Set(live.KeyringService, live.SessionAccount(env.Endpoint.URL), `{"v":2}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := live.LoadSession(path); err == nil || !strings.Contains(err.Error(), "group or others") {
-		t.Fatalf("a group-readable session: %v", err)
+	if _, err := live.OpenSessions().Load(env.Endpoint.URL); !errors.Is(err, live.ErrNotSignedIn) || !strings.Contains(err.Error(), "unreadable") {
+		t.Fatalf("an unreadable entry: %v", err)
 	}
-	if _, err := a.Current(ctx, path, time.Now()); err == nil {
-		t.Fatal("Current used a group-readable session")
-	}
-	_ = os.Chmod(path, 0o600)
-	link := filepath.Join(dir, "link.json")
-	if err := os.Symlink(path, link); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := live.LoadSession(link); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Fatalf("a symlinked session: %v", err)
-	}
-	garbage := filepath.Join(dir, "garbage.json")
-	_ = os.WriteFile(garbage, []byte(`{"version":1}`), 0o600)
-	if _, err := live.LoadSession(garbage); !errors.Is(err, live.ErrNotSignedIn) {
-		t.Fatalf("an incomplete session file: %v", err)
-	}
-	if removed, err := live.RemoveSession(path); !removed || err != nil {
+	if removed, err := sessions.Remove(env.Endpoint.URL); !removed || err != nil {
 		t.Fatalf("remove: %v %v", removed, err)
 	}
-	if removed, err := live.RemoveSession(path); removed || err != nil {
+	if removed, err := sessions.Remove(env.Endpoint.URL); removed || err != nil {
 		t.Fatalf("remove again: %v %v", removed, err)
 	}
-	if _, err := live.LoadSession(path); !errors.Is(err, live.ErrNotSignedIn) {
+	if _, err := sessions.Load(env.Endpoint.URL); !errors.Is(err, live.ErrNotSignedIn) || stored(t, env.Endpoint.URL) != "" {
 		t.Fatalf("after removal: %v", err)
 	}
+
+	// No credential store: memory only, for this Sessions alone.
+	keyring.MockInitWithError(errors.New("the name org.freedesktop.secrets was not provided by any .service files"))
+	t.Cleanup(keyring.MockInit)
+	mem := live.OpenSessions()
+	if mem.Persistent() || !strings.Contains(mem.Why(), "org.freedesktop.secrets") {
+		t.Fatalf("a failing store: persistent %v, why %q", mem.Persistent(), mem.Why())
+	}
+	if err := mem.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := mem.Load(env.Endpoint.URL); err != nil || got.UserID != s.UserID || got.Expired(time.Now()) {
+		t.Fatalf("memory: %+v, %v", got, err)
+	}
+	if _, err := live.MemorySessions("test").Load(env.Endpoint.URL); !errors.Is(err, live.ErrNotSignedIn) {
+		t.Fatalf("another process's memory: %v", err)
+	}
+	noTokenInFiles(t, home, access, refresh)
+}
+
+// noTokenInFiles fails when a file under dir holds a token.
+func noTokenInFiles(t *testing.T, dir string, tokens ...string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		for _, tok := range tokens {
+			if tok != "" && bytes.Contains(b, []byte(tok)) {
+				t.Errorf("%s holds a token", p)
+			}
+		}
+		return nil
+	})
 }
 
 // Tokens and the password appear in no String, %#v, JSON, error or debug
@@ -431,18 +464,13 @@ func TestSession_TokensNeverPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := live.SessionPath(t.TempDir())
-	if err := live.SaveSession(path, s); err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-	}
-	raw, _ := os.ReadFile(path)
-	_ = json.Unmarshal(raw, &file)
+	var file struct{ AccessToken, RefreshToken string }
+	file.AccessToken, file.RefreshToken = live.SessionTokens(s)
 	if file.AccessToken == "" || file.RefreshToken == "" {
-		t.Fatal("the session file lacks its tokens")
+		t.Fatal("the session lacks its tokens")
+	}
+	if err := live.MemorySessions("test").Save(s); err != nil {
+		t.Fatal(err)
 	}
 	j, _ := json.Marshal(s)
 	fmt.Fprintf(&seen, "%v %+v %#v %s %s\n", s, s, s, s, j)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/zalando/go-keyring"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/cli"
@@ -29,12 +31,14 @@ import (
 // `trovesnap logout`, over the Auth stand-in and the seller RPCs on real
 // PostgreSQL.
 
-// sellerCLI is one seller's machine: its own data directory (and so its own
-// session file), configured for the test project.
+// sellerCLI is one seller's machine: its own data directory and its own
+// credential store entry (keychain: the project's entry while this machine
+// is not running a command), configured for the test project.
 type sellerCLI struct {
-	env  *pgtest.Env
-	dir  string
-	vars map[string]string
+	env      *pgtest.Env
+	dir      string
+	vars     map[string]string
+	keychain string
 }
 
 type cliResult struct {
@@ -55,30 +59,43 @@ func (c *sellerCLI) factory(in io.Reader, out, errOut io.Writer) *cli.Factory {
 		Executable: func() (string, error) { return "/usr/local/bin/trovesnap", nil }}
 }
 
+// enter puts this machine's credential store entry in the (one, mock)
+// credential store; leave takes it back out. Two machines signed in to the
+// same project as different sellers do not see each other's session.
+func (c *sellerCLI) enter() {
+	account := live.SessionAccount(c.vars["SUPABASE_URL"])
+	if c.keychain == "" {
+		_ = keyring.Delete(live.KeyringService, account)
+		return
+	}
+	_ = keyring.Set(live.KeyringService, account, c.keychain)
+}
+
+func (c *sellerCLI) leave() {
+	c.keychain, _ = keyring.Get(live.KeyringService, live.SessionAccount(c.vars["SUPABASE_URL"]))
+	_ = keyring.Delete(live.KeyringService, live.SessionAccount(c.vars["SUPABASE_URL"]))
+}
+
 func (c *sellerCLI) run(stdin string, argv ...string) cliResult {
+	c.enter()
+	defer c.leave()
 	var out, errb bytes.Buffer
 	code := cli.Run(ctx, c.factory(strings.NewReader(stdin), &out, &errb), argv)
 	return cliResult{out.String(), errb.String(), code}
 }
 
-func (c *sellerCLI) sessionPath() string { return live.SessionPath(c.dir) }
-
-// tokens reads the saved session's tokens (the file is the only place
-// they are written).
-func (c *sellerCLI) tokens(t *testing.T) (access, refresh string) {
+// refreshToken reads the kept session's refresh token from the (mock)
+// credential store: the only place it is kept. The access token is kept
+// nowhere; each command derives its own.
+func (c *sellerCLI) refreshToken(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(c.sessionPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		AccessToken  string `json:"access_token"`
+	var e struct {
 		RefreshToken string `json:"refresh_token"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil || f.AccessToken == "" || f.RefreshToken == "" {
-		t.Fatalf("session file: %v", err)
+	if err := json.Unmarshal([]byte(c.keychain), &e); err != nil || e.RefreshToken == "" {
+		t.Fatalf("no session in the credential store: %v", err)
 	}
-	return f.AccessToken, f.RefreshToken
+	return e.RefreshToken
 }
 
 // livePass is the approval passphrase the sellers set on their machines.
@@ -103,6 +120,7 @@ func (c *sellerCLI) login(t *testing.T, email, password string) cliResult {
 }
 
 func TestCLI_LiveLoginPolicyLogout(t *testing.T) {
+	keyring.MockInit()
 	env := seeded(t)
 	env.Endpoint.AddAuthUser("paul@heritage.test", "paul-pass-1", fixtures.DemoUserID)
 	env.Endpoint.AddAuthUser("cat@heritage.test", "cat-pass-1", fixtures.CatalogerUserID)
@@ -122,20 +140,27 @@ func TestCLI_LiveLoginPolicyLogout(t *testing.T) {
 	if r := keep(owner.run("paul-pass-1\n", "login", "--email", "paul@heritage.test")); r.code != cli.ExitUsage || !strings.Contains(r.err, "--password-stdin") {
 		t.Fatalf("a password from a pipe without --password-stdin: %+v", r)
 	}
-	if _, err := os.Stat(owner.sessionPath()); !os.IsNotExist(err) {
-		t.Fatalf("a refused sign-in left a session: %v", err)
+	if owner.keychain != "" {
+		t.Fatal("a refused sign-in left a session")
 	}
 
+	// A session file an older release left is deleted unread, and said so.
+	legacy := filepath.Join(owner.dir, live.LegacySessionFileName)
+	if err := os.WriteFile(legacy, []byte(`{"version":1,"refresh_token":"old-release-token"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := keep(owner.login(t, "paul@heritage.test", "paul-pass-1"))
-	for _, want := range []string{"Signed in to " + env.Endpoint.URL + " as paul@heritage.test", "TroveSnap user user_88", "owner of tenant_123", owner.sessionPath()} {
+	for _, want := range []string{"Signed in to " + env.Endpoint.URL + " as paul@heritage.test", "TroveSnap user user_88", "owner of tenant_123",
+		"Session kept in the OS credential store"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("login output lacks %q:\n%s", want, r.out)
 		}
 	}
-	if fi, err := os.Stat(owner.sessionPath()); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("session file: %v %v", fi.Mode(), err)
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) || !strings.Contains(r.err, "older release") {
+		t.Fatalf("the old session file: %v; stderr %q", err, r.err)
 	}
-	access, refresh := owner.tokens(t)
+	refresh := owner.refreshToken(t)
+	noTokenInFiles(t, owner.dir, refresh)
 	owner.setPassphrase(t)
 
 	// The policy commands act as the signed-in owner.
@@ -183,40 +208,24 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 	}
 	sameCounts(t, env, before, "the cataloger's refused policy commands")
 
-	// An access token about to expire is refreshed on the next command, and
-	// the rotated session is saved.
-	raw, _ := os.ReadFile(owner.sessionPath())
-	var sf map[string]any
-	_ = json.Unmarshal(raw, &sf)
-	sf["expires_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	raw, _ = json.Marshal(sf)
-	if err := os.WriteFile(owner.sessionPath(), raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// Each command is a new process: it finds only the refresh token, so it
+	// refreshes once, and the rotated session is saved.
 	refreshes := env.Endpoint.AuthRequests()["POST /auth/v1/token"]
 	if r := keep(owner.run("", "policy", "show", id)); r.code != cli.ExitOK {
-		t.Fatalf("policy show with an expired access token: %+v", r)
+		t.Fatalf("policy show in a new process: %+v", r)
 	}
-	access2, refresh2 := owner.tokens(t)
+	refresh2 := owner.refreshToken(t)
 	if refresh2 == refresh || env.Endpoint.AuthRequests()["POST /auth/v1/token"] != refreshes+1 {
-		t.Fatal("the expired session was not refreshed and saved")
+		t.Fatal("the kept session was not refreshed once and saved")
 	}
-
-	// A session file others may read is refused.
-	if err := os.Chmod(owner.sessionPath(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if r := keep(owner.run("", "policy", "list")); r.code == cli.ExitOK || !strings.Contains(r.err, "group or others") {
-		t.Fatalf("a world-readable session was used: %+v", r)
-	}
-	_ = os.Chmod(owner.sessionPath(), 0o600)
+	noTokenInFiles(t, owner.dir, refresh, refresh2)
 
 	// Logout revokes the session on the project and deletes the file.
 	if r := keep(owner.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "revoked") {
 		t.Fatalf("logout: %+v", r)
 	}
-	if _, err := os.Stat(owner.sessionPath()); !os.IsNotExist(err) {
-		t.Fatalf("the session file survived logout: %v", err)
+	if owner.keychain != "" {
+		t.Fatal("the session survived logout in the credential store")
 	}
 	if status, body := postJSON(t, env.Endpoint.URL+"/auth/v1/token?grant_type=refresh_token", anonKey(env), "", `{"refresh_token":"`+refresh2+`"}`); status != http.StatusBadRequest {
 		t.Fatalf("the revoked refresh token still refreshes: %d %v", status, body)
@@ -227,18 +236,22 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 	if r := keep(owner.run("", "policy", "list")); r.code != cli.ExitConfig || !strings.Contains(r.err, "trovesnap login") {
 		t.Fatalf("after logout: %+v", r)
 	}
-	// Logout where the session cannot be revoked (another project is
-	// configured now) still deletes the local session, and says so.
+	// Logout where the session cannot be revoked (it was ended elsewhere:
+	// its refresh token was spent by another client) still deletes the kept
+	// session, and says so.
 	keep(cat.login(t, "cat@heritage.test", "cat-pass-1"))
-	cat.vars["SUPABASE_URL"] = "http://127.0.0.1:1"
-	if r := keep(cat.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "deleted") || !strings.Contains(r.err, "not revoked") {
-		t.Fatalf("logout with another project configured: %+v", r)
+	catRefresh := cat.refreshToken(t)
+	if status, _ := postJSON(t, env.Endpoint.URL+"/auth/v1/token?grant_type=refresh_token", anonKey(env), "", `{"refresh_token":"`+catRefresh+`"}`); status != http.StatusOK {
+		t.Fatalf("spending the cataloger's refresh token: %d", status)
 	}
-	if _, err := os.Stat(cat.sessionPath()); !os.IsNotExist(err) {
-		t.Fatalf("the session file survived an offline logout: %v", err)
+	if r := keep(cat.run("", "logout")); r.code != cli.ExitOK || !strings.Contains(r.out, "deleted") || !strings.Contains(r.err, "already ended") {
+		t.Fatalf("logout of an ended session: %+v", r)
+	}
+	if cat.keychain != "" {
+		t.Fatal("the session survived a logout that could not revoke it")
 	}
 
-	for _, secret := range []string{access, refresh, access2, refresh2, "paul-pass-1", "cat-pass-1", anonKey(env)} {
+	for _, secret := range []string{refresh, refresh2, catRefresh, "paul-pass-1", "cat-pass-1", anonKey(env)} {
 		if strings.Contains(printed.String(), secret) {
 			t.Fatalf("a secret was printed:\n%s", printed.String())
 		}
@@ -248,6 +261,7 @@ limits: {maximum_daily_actions: 100, maximum_cost_usd_per_day: 0}
 // An Auth account linked to no TroveSnap user signs in, is told so, and
 // can act nowhere.
 func TestCLI_LiveLoginOfAnUnlinkedAccount(t *testing.T) {
+	keyring.MockInit()
 	env := seeded(t)
 	env.Endpoint.AddAuthUser("new@heritage.test", "new-pass-1", "user_not_in_the_dataset")
 	c := newSellerCLI(t, env)
@@ -265,6 +279,7 @@ func TestCLI_LiveLoginOfAnUnlinkedAccount(t *testing.T) {
 // the project records is a human one by that owner — issued under the
 // owner's own token.
 func TestCLI_LiveApproveOnATerminal(t *testing.T) {
+	keyring.MockInit()
 	if runtime.GOOS == "windows" {
 		t.Skip("no pseudo-terminals on Windows")
 	}
@@ -327,11 +342,13 @@ func TestCLI_LiveApproveOnATerminal(t *testing.T) {
 // inProcessTerminal runs one CLI command in this process with a pseudo-
 // terminal as its stdin and stdout.
 type inProcessTerminal struct {
-	ptmx   *os.File
-	mu     sync.Mutex
-	out    bytes.Buffer
-	errOut *bytes.Buffer
-	done   chan cli.ExitCode
+	ptmx    *os.File
+	tty     *os.File
+	machine *sellerCLI
+	mu      sync.Mutex
+	out     bytes.Buffer
+	errOut  *bytes.Buffer
+	done    chan cli.ExitCode
 }
 
 func startInProcessTerminal(t *testing.T, c *sellerCLI, argv ...string) *inProcessTerminal {
@@ -341,7 +358,7 @@ func startInProcessTerminal(t *testing.T, c *sellerCLI, argv ...string) *inProce
 		t.Fatalf("pty: %v", err)
 	}
 	_ = pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 110})
-	term := &inProcessTerminal{ptmx: ptmx, errOut: &bytes.Buffer{}, done: make(chan cli.ExitCode, 1)}
+	term := &inProcessTerminal{ptmx: ptmx, tty: tty, machine: c, errOut: &bytes.Buffer{}, done: make(chan cli.ExitCode, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		buf := make([]byte, 4096)
@@ -355,6 +372,7 @@ func startInProcessTerminal(t *testing.T, c *sellerCLI, argv ...string) *inProce
 			}
 		}
 	}()
+	c.enter() // the machine's credential store, for as long as the terminal runs
 	go func() { term.done <- cli.Run(runCtx, c.factory(tty, tty, term.errOut), argv) }()
 	t.Cleanup(func() { cancel(); _ = tty.Close(); _ = ptmx.Close() })
 	return term
@@ -386,9 +404,70 @@ func (term *inProcessTerminal) wait(t *testing.T) cli.ExitCode {
 	t.Helper()
 	select {
 	case code := <-term.done:
+		term.machine.leave()
 		return code
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the command did not exit; the terminal showed:\n%q", term.screen())
 	}
 	return 0
+}
+
+// noSessionFiles fails when a file under dir holds any token the stand-in
+// issued.
+func noSessionFiles(t *testing.T, env *pgtest.Env, dir string) {
+	t.Helper()
+	noTokenInFiles(t, dir, env.Endpoint.AuthTokens()...)
+}
+
+// Where no credential store answers (here: Linux without a Secret Service)
+// — or TROVESNAP_SESSION_STORE=memory says not to use it — login checks the
+// sign-in, says clearly that the session is not kept, writes no file, and
+// revokes the session it could not keep. A seller command from a pipe
+// then says it needs a terminal to sign in.
+func TestCLI_LiveLoginWithoutACredentialStore(t *testing.T) {
+	keyring.MockInitWithError(errors.New("The name org.freedesktop.secrets was not provided by any .service files"))
+	t.Cleanup(keyring.MockInit)
+	env := seeded(t)
+	env.Endpoint.AddAuthUser("paul@heritage.test", "paul-pass-1", fixtures.DemoUserID)
+	c := newSellerCLI(t, env)
+	legacy := filepath.Join(c.dir, live.LegacySessionFileName)
+	if err := os.WriteFile(legacy, []byte(`{"version":1,"refresh_token":"old-release-token"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logouts := env.Endpoint.AuthRequests()["POST /auth/v1/logout"]
+	r := c.login(t, "paul@heritage.test", "paul-pass-1")
+	for _, want := range []string{"Signed in to " + env.Endpoint.URL, "TroveSnap user user_88", "Session not kept", "sign in per session"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("login output lacks %q:\n%s", want, r.out)
+		}
+	}
+	for _, want := range []string{"no credential store is available", "org.freedesktop.secrets", "no file is written", "older release"} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("login's stderr lacks %q:\n%s", want, r.err)
+		}
+	}
+	if entries, _ := os.ReadDir(c.dir); len(entries) != 0 {
+		t.Fatalf("login without a credential store left files: %v", entries)
+	}
+	if n := env.Endpoint.AuthRequests()["POST /auth/v1/logout"]; n != logouts+1 {
+		t.Fatalf("the session login could not keep was not revoked: logout requests %d → %d", logouts, n)
+	}
+	noSessionFiles(t, env, c.dir)
+
+	if r := c.run("", "policy", "list"); r.code != cli.ExitConfig || !strings.Contains(r.err, "no credential store") ||
+		!strings.Contains(r.err, "terminal") {
+		t.Fatalf("policy list from a pipe without a credential store: %+v", r)
+	}
+	if r := c.run("", "logout"); r.code != cli.ExitOK || !strings.Contains(r.out, "no credential store keeps a session here") {
+		t.Fatalf("logout without a credential store: %+v", r)
+	}
+
+	// The store works, but the seller said not to use it.
+	keyring.MockInit()
+	c.vars["TROVESNAP_SESSION_STORE"] = "memory"
+	r = c.login(t, "paul@heritage.test", "paul-pass-1")
+	if !strings.Contains(r.out, "Session not kept") || !strings.Contains(r.err, "TROVESNAP_SESSION_STORE=memory") || c.keychain != "" {
+		t.Fatalf("login with TROVESNAP_SESSION_STORE=memory: %+v (kept %v)", r, c.keychain != "")
+	}
+	noSessionFiles(t, env, c.dir)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zalando/go-keyring"
+
 	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live"
@@ -13,8 +15,13 @@ import (
 )
 
 // One PostgreSQL 15 cluster for the whole package: started here, stopped
-// after the last test (see pgtest.Main for CI and skipping).
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// after the last test (see pgtest.Main for CI and skipping). The OS
+// credential store is go-keyring's in-memory mock: no test reads or writes
+// the developer's real Keychain or Secret Service.
+func TestMain(m *testing.M) {
+	keyring.MockInit()
+	os.Exit(pgtest.Main(m))
+}
 
 var ctx = context.Background()
 

@@ -2,11 +2,12 @@ package live_test
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zalando/go-keyring"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -26,14 +27,15 @@ func TestSellerSource_RefreshesWhileOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := live.SessionPath(t.TempDir())
-	if err := live.SaveSession(path, s); err != nil {
+	keyring.MockInit()
+	sessions := live.OpenSessions()
+	if err := sessions.Save(s); err != nil {
 		t.Fatal(err)
 	}
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	seller, err := live.NewSellerSource(live.Options{URL: env.Endpoint.URL, PublicKey: anonKey(env)},
-		a.Source(path, func() time.Time { return time.Unix(0, now.Load()) }))
+		a.Source(sessions, func() time.Time { return time.Unix(0, now.Load()) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestSellerSource_RefreshesWhileOpen(t *testing.T) {
 	if got := who(); got != fixtures.DemoUserID {
 		t.Fatalf("whoami = %q", got)
 	}
-	saved, _ := os.ReadFile(path)
+	saved := stored(t, env.Endpoint.URL)
 	before := env.Endpoint.AuthRequests()["POST /auth/v1/token"]
 
 	// An hour later (the token is past its life): ten racing calls, one
@@ -76,13 +78,13 @@ func TestSellerSource_RefreshesWhileOpen(t *testing.T) {
 	if n := env.Endpoint.AuthRequests()["POST /auth/v1/token"]; n != before+1 {
 		t.Fatalf("token requests %d → %d: want exactly one refresh", before, n)
 	}
-	if rotated, _ := os.ReadFile(path); string(rotated) == string(saved) {
+	if stored(t, env.Endpoint.URL) == saved {
 		t.Fatal("the refreshed session was not saved")
 	}
 
 	// Signed out elsewhere: the refresh token is revoked, so once the token
 	// needs refreshing again the call says to sign in.
-	fresh, err := live.LoadSession(path)
+	fresh, err := sessions.Load(env.Endpoint.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

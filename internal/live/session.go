@@ -2,24 +2,35 @@ package live
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zalando/go-keyring"
 )
 
-// SessionFileName is the seller session's file in the data directory.
-const SessionFileName = "seller-session.json"
+// KeyringService is the service name under which the OS credential store
+// keeps seller sessions; the account is the project URL, so sessions of two
+// projects do not collide.
+const KeyringService = "trovesnap"
+
+// LegacySessionFileName is the session file of releases that kept the
+// session in the data directory. It is never read as a session any more:
+// login and logout delete it.
+const LegacySessionFileName = "seller-session.json"
+
+// maxStoredSession bounds what is written to the credential store. Windows
+// Credential Manager takes at most 2,560 bytes and the macOS Keychain about
+// 3,000 with the names: the stored JSON keeps only the refresh token, the
+// user id and the email (the access token is re-derived by a refresh).
+const maxStoredSession = 2048
 
 // RefreshMargin is how long before its expiry an access token is
 // refreshed: a call must not start with a token that dies on the way.
@@ -27,7 +38,8 @@ const RefreshMargin = 2 * time.Minute
 
 // Session is a signed-in seller's Supabase Auth session. The tokens are
 // unexported and of type secret: printing, logging or JSON-encoding a
-// Session never shows them; only the session file holds them.
+// Session never shows them; only the OS credential store holds the refresh
+// token, and only this process's memory the access token.
 type Session struct {
 	// ProjectURL is the project the session belongs to (SUPABASE_URL).
 	ProjectURL string `json:"project_url"`
@@ -41,14 +53,20 @@ type Session struct {
 }
 
 // Expired reports whether the access token must be refreshed before use:
-// it expires within RefreshMargin of now.
-func (s *Session) Expired(now time.Time) bool { return !now.Add(RefreshMargin).Before(s.ExpiresAt) }
+// it expires within RefreshMargin of now (or there is none: a session read
+// from the credential store has only its refresh token).
+func (s *Session) Expired(now time.Time) bool {
+	return s.access == "" || !now.Add(RefreshMargin).Before(s.ExpiresAt)
+}
 
 // Seller connects to the project as this session's user: o.URL the
 // project URL, o.Key the anon key.
 func (s *Session) Seller(o Options) (*Seller, error) {
 	if !sameProject(s.ProjectURL, o.URL) {
 		return nil, authError(fmt.Sprintf("the session is for %s, not %s", s.ProjectURL, strings.TrimRight(o.URL, "/")), ErrNotSignedIn)
+	}
+	if s.access == "" {
+		return nil, authError("the session has no access token yet", ErrNotSignedIn)
 	}
 	return NewSeller(o, s.access.reveal())
 }
@@ -61,150 +79,193 @@ func (s *Session) String() string {
 // GoString never shows the tokens either.
 func (s *Session) GoString() string { return s.String() }
 
-// SessionPath is where the seller session of a data directory is saved.
-func SessionPath(dataDir string) string { return filepath.Join(dataDir, SessionFileName) }
-
-// sessionFile is the file's JSON: the only place the tokens are written.
-type sessionFile struct {
-	Version      int       `json:"version"`
-	ProjectURL   string    `json:"project_url"`
-	UserID       string    `json:"user_id"`
-	Email        string    `json:"email"`
-	ExpiresAt    time.Time `json:"expires_at"`
-	AccessToken  string    `json:"access_token"`
-	RefreshToken string    `json:"refresh_token"`
+// Sessions keeps the seller sessions of this process: always in memory
+// (the access token lives nowhere else), and in the OS credential store
+// (macOS Keychain, Windows Credential Manager, Secret Service on Linux)
+// when there is one, so that the next process finds the session. Where
+// there is none the session lasts as long as the process: each seller
+// command signs in on its own. No session is ever written to a file, which
+// any process of the same OS user — an agent's shell included — could read.
+// It is safe for concurrent use.
+type Sessions struct {
+	mu      sync.Mutex
+	keyring bool   // the OS credential store keeps the sessions
+	why     string // memory only: why
+	mem     map[string]*Session
 }
 
-// SaveSession writes s to path with mode 0600, atomically: a new file
-// created exclusively (O_EXCL, so no other file or link is written through)
-// in the same directory, synced, then renamed over path. A reader sees the
-// old session or the new one, never half of one. The directory is created
-// 0700 when missing.
-func SaveSession(path string, s *Session) error {
-	if s == nil || s.access == "" || s.refresh == "" {
+// MemorySessions keeps sessions in this process's memory only; why says
+// why (for messages).
+func MemorySessions(why string) *Sessions {
+	return &Sessions{why: why, mem: map[string]*Session{}}
+}
+
+// OpenSessions uses the OS credential store when it answers, and this
+// process's memory otherwise (Persistent is then false and Why says what
+// the store answered).
+func OpenSessions() *Sessions {
+	// A read of an entry that need not exist: it answers "not found" when
+	// the store works, an error when there is none (no Secret Service on
+	// the D-Bus session bus, no D-Bus at all, …).
+	if _, err := keyring.Get(KeyringService, "availability probe"); err != nil && !errors.Is(err, keyring.ErrNotFound) {
+		return MemorySessions("no OS credential store answered: " + oneLine(err.Error()))
+	}
+	return &Sessions{keyring: true, mem: map[string]*Session{}}
+}
+
+// Persistent reports whether sessions outlive this process (the OS
+// credential store keeps them).
+func (ss *Sessions) Persistent() bool { return ss.keyring }
+
+// Why says why sessions are kept in memory only ("" when they are not).
+func (ss *Sessions) Why() string { return ss.why }
+
+// Where names where sessions are kept, for messages.
+func (ss *Sessions) Where() string {
+	if ss.keyring {
+		return fmt.Sprintf("the OS credential store (service %q)", KeyringService)
+	}
+	return "this process's memory"
+}
+
+// SessionAccount is the credential store's account of project's session
+// (under KeyringService): the project URL as the server compares it.
+func SessionAccount(project string) string { return projectKey(project) }
+
+// storedSession is what the credential store holds: as little as lets the
+// next process refresh (see maxStoredSession).
+type storedSession struct {
+	Version      int    `json:"v"`
+	UserID       string `json:"user_id"`
+	Email        string `json:"email,omitempty"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// Load is the session of project. Not signed in (nothing kept, or signed
+// out by another process) is ErrNotSignedIn. A session another process
+// refreshed since this one read it is taken from the store: its rotated
+// refresh token is the live one.
+func (ss *Sessions) Load(project string) (*Session, error) {
+	key := projectKey(project)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	cached := ss.mem[key]
+	if !ss.keyring {
+		if cached == nil {
+			return nil, authError("no session in this process (no credential store keeps one)", ErrNotSignedIn)
+		}
+		c := *cached
+		return &c, nil
+	}
+	raw, err := keyring.Get(KeyringService, key)
+	switch {
+	case errors.Is(err, keyring.ErrNotFound):
+		delete(ss.mem, key)
+		return nil, authError("no saved session for "+strings.TrimRight(project, "/"), ErrNotSignedIn)
+	case err != nil && cached != nil:
+		c := *cached // the store is unreachable for a moment: this process's copy still holds
+		return &c, nil
+	case err != nil:
+		return nil, fmt.Errorf("live: reading the session from the credential store: %s", oneLine(err.Error()))
+	}
+	var st storedSession
+	if err := json.Unmarshal([]byte(raw), &st); err != nil || st.Version != 2 || st.RefreshToken == "" || st.UserID == "" {
+		return nil, authError("the session in the credential store is unreadable: sign in again", ErrNotSignedIn)
+	}
+	if cached != nil && cached.refresh.reveal() == st.RefreshToken {
+		c := *cached
+		return &c, nil
+	}
+	s := &Session{ProjectURL: strings.TrimRight(project, "/"), UserID: st.UserID, Email: st.Email, refresh: secret(st.RefreshToken)}
+	ss.mem[key] = s
+	c := *s
+	return &c, nil
+}
+
+// Save keeps s: in memory, and in the credential store when there is one.
+// A store that refuses it leaves the session in memory for this process
+// and says so.
+func (ss *Sessions) Save(s *Session) error {
+	if s == nil || s.refresh == "" || s.ProjectURL == "" {
 		return errors.New("live: no session to save")
 	}
-	body, err := json.MarshalIndent(sessionFile{Version: 1, ProjectURL: s.ProjectURL, UserID: s.UserID, Email: s.Email,
-		ExpiresAt: s.ExpiresAt.UTC(), AccessToken: s.access.reveal(), RefreshToken: s.refresh.reveal()}, "", "  ")
+	key := projectKey(s.ProjectURL)
+	c := *s
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.mem[key] = &c
+	if !ss.keyring {
+		return nil
+	}
+	body, err := json.Marshal(storedSession{Version: 2, UserID: s.UserID, Email: s.Email, RefreshToken: s.refresh.reveal()})
 	if err != nil {
 		return fmt.Errorf("live: encode the session: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("live: session directory: %w", err)
+	if len(body) > maxStoredSession {
+		return fmt.Errorf("live: the session (%d bytes) is too large for the credential store (at most %d): it is kept in memory for this process only",
+			len(body), maxStoredSession)
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+filepath.Base(path)+"."+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("live: write the session: %w", err)
+	if err := keyring.Set(KeyringService, key, string(body)); err != nil {
+		// The store's own words, without anything that was being stored.
+		msg := strings.ReplaceAll(oneLine(err.Error()), s.refresh.reveal(), redacted)
+		return fmt.Errorf("live: the credential store refused the session (%s): it is kept in memory for this process only", msg)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	// The umask can only remove bits; this makes 0600 exact whatever it is.
-	if err := f.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		return fmt.Errorf("live: write the session: %w", err)
-	}
-	if _, err := f.Write(append(body, '\n')); err != nil {
-		return fmt.Errorf("live: write the session: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("live: write the session: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("live: write the session: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("live: write the session: %w", err)
-	}
-	ok = true
 	return nil
 }
 
-// LoadSession reads the session saved at path. No file is ErrNotSignedIn.
-// A file that is not a regular file, or (outside Windows) that its group
-// or others may access, is refused: tokens another account could have read
-// are not used.
-func LoadSession(path string) (*Session, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, authError("no saved session", ErrNotSignedIn)
+// Remove forgets the session of project, in memory and in the credential
+// store; it reports whether there was one.
+func (ss *Sessions) Remove(project string) (bool, error) {
+	key := projectKey(project)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, had := ss.mem[key]
+	delete(ss.mem, key)
+	if !ss.keyring {
+		return had, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("live: session file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("live: the session file %s is not a regular file: refusing it; delete it and sign in again", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("live: session file: %w", err)
-	}
-	defer f.Close()
-	// The mode of what was opened, not of what the name pointed to a moment ago.
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("live: session file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("live: the session file %s is not a regular file: refusing it; delete it and sign in again", path)
-	}
-	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
-		return nil, fmt.Errorf("live: the session file %s is accessible by group or others (mode %#o): refusing it; "+
-			"delete it and sign in again (trovesnap writes it 0600)", path, perm)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	if err != nil {
-		return nil, fmt.Errorf("live: session file: %w", err)
-	}
-	var sf sessionFile
-	if err := json.Unmarshal(raw, &sf); err != nil || sf.Version != 1 || sf.AccessToken == "" || sf.RefreshToken == "" ||
-		sf.ProjectURL == "" || sf.UserID == "" {
-		return nil, authError("the session file "+path+" is unreadable: sign in again", ErrNotSignedIn)
-	}
-	return &Session{ProjectURL: sf.ProjectURL, UserID: sf.UserID, Email: sf.Email, ExpiresAt: sf.ExpiresAt,
-		access: secret(sf.AccessToken), refresh: secret(sf.RefreshToken)}, nil
-}
-
-// RemoveSession deletes the session file; it reports whether there was one.
-func RemoveSession(path string) (bool, error) {
-	err := os.Remove(path)
+	err := keyring.Delete(KeyringService, key)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+	case errors.Is(err, keyring.ErrNotFound):
+		return had, nil
 	}
-	return false, fmt.Errorf("live: delete the session: %w", err)
+	return had, fmt.Errorf("live: deleting the session from the credential store: %s", oneLine(err.Error()))
 }
 
-// Current is the session saved at path, for this client's project,
-// refreshed (and saved again) when its access token expires within
-// RefreshMargin of now. A session of another project is ErrNotSignedIn; one
-// the server no longer refreshes is ErrSessionEnded (the file stays: `trovesnap
-// logout` or a new sign-in replaces it).
-func (a *Auth) Current(ctx context.Context, path string, now time.Time) (*Session, error) {
-	return a.CurrentUntil(ctx, path, now.Add(RefreshMargin))
+// RemoveLegacySessionFile deletes the session file an older release left
+// in dataDir, unread; it returns its path and whether there was one.
+func RemoveLegacySessionFile(dataDir string) (string, bool, error) {
+	path := filepath.Join(dataDir, LegacySessionFileName)
+	err := os.Remove(path)
+	switch {
+	case err == nil:
+		return path, true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return path, false, nil
+	}
+	return path, false, fmt.Errorf("live: deleting the old session file: %w", err)
+}
+
+// Current is the session of this client's project, refreshed (and saved
+// again) when its access token expires within RefreshMargin of now. Not
+// signed in is ErrNotSignedIn; a session the server no longer refreshes is
+// ErrSessionEnded (it stays kept: `trovesnap logout` or a new sign-in
+// replaces it).
+func (a *Auth) Current(ctx context.Context, ss *Sessions, now time.Time) (*Session, error) {
+	return a.CurrentUntil(ctx, ss, now.Add(RefreshMargin))
 }
 
 // CurrentUntil is Current for a caller that will use the access token
 // until the given instant (a long-running terminal): the session is
 // refreshed unless its token outlives it.
-func (a *Auth) CurrentUntil(ctx context.Context, path string, until time.Time) (*Session, error) {
-	s, err := LoadSession(path)
+func (a *Auth) CurrentUntil(ctx context.Context, ss *Sessions, until time.Time) (*Session, error) {
+	s, err := ss.Load(a.project)
 	if err != nil {
 		return nil, err
 	}
-	if !sameProject(s.ProjectURL, a.project) {
-		return nil, authError(fmt.Sprintf("the saved session is for %s, but SUPABASE_URL is %s", s.ProjectURL, a.project), ErrNotSignedIn)
-	}
-	if until.Before(s.ExpiresAt) {
+	if s.access != "" && until.Before(s.ExpiresAt) {
 		return s, nil
 	}
 	fresh, err := a.Refresh(ctx, s)
@@ -213,22 +274,22 @@ func (a *Auth) CurrentUntil(ctx context.Context, path string, until time.Time) (
 	}
 	// Refresh tokens rotate: the old one is spent, so the new session is
 	// saved before anything uses it.
-	if err := SaveSession(path, fresh); err != nil {
+	if err := ss.Save(fresh); err != nil {
 		return nil, err
 	}
 	return fresh, nil
 }
 
-// Source is the token source of a long-lived Seller over the session saved
-// at path: every call reads the current session, refreshing (and saving) it
-// when its token is about to expire. Calls are serialised, because a
-// refresh token is single-use: two refreshes racing would end the session.
-func (a *Auth) Source(path string, now func() time.Time) TokenSource {
+// Source is the token source of a long-lived Seller over the kept session:
+// every call takes the current session, refreshing (and saving) it when
+// its token is about to expire. Calls are serialised, because a refresh
+// token is single-use: two refreshes racing would end the session.
+func (a *Auth) Source(ss *Sessions, now func() time.Time) TokenSource {
 	var mu sync.Mutex
 	return func(ctx context.Context) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		s, err := a.Current(ctx, path, now())
+		s, err := a.Current(ctx, ss, now())
 		if err != nil {
 			return "", err
 		}
@@ -236,15 +297,29 @@ func (a *Auth) Source(path string, now func() time.Time) TokenSource {
 	}
 }
 
-// sameProject compares two project URLs as the server would: scheme and
-// host case-insensitively, the path exactly, a trailing slash ignored.
-func sameProject(a, b string) bool {
-	norm := func(s string) string {
-		u, err := url.Parse(strings.TrimSpace(s))
-		if err != nil || u.Host == "" {
-			return "\x00" + s
-		}
-		return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/")
+// oneLine keeps the first line of a message from outside (a credential
+// store's error), bounded.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
 	}
-	return norm(a) == norm(b)
+	return s
+}
+
+// projectKey is a project URL as the server would compare it: scheme and
+// host case-insensitively, the path exactly, a trailing slash ignored. It
+// is the credential store's account of the project's session.
+func projectKey(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return strings.TrimRight(strings.TrimSpace(s), "/")
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/")
+}
+
+// sameProject compares two project URLs as the server would.
+func sameProject(a, b string) bool {
+	ka, kb := projectKey(a), projectKey(b)
+	return ka != "" && ka == kb
 }

@@ -54,6 +54,7 @@ type authState struct {
 	used     map[string]bool         // rotated refresh tokens
 	access   map[string]string       // access token → session id
 	requests map[string]int          // "METHOD path" → count, for tests
+	issued   []string                // every token minted, for tests (AuthTokens)
 }
 
 // auths holds each endpoint's Auth state (kept apart from Endpoint so the
@@ -100,6 +101,16 @@ func (e *Endpoint) AuthRequests() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// AuthTokens are every access and refresh token the stand-in has issued
+// (current, rotated and revoked), for tests that look for them where they
+// must not be: files, output, errors.
+func (e *Endpoint) AuthTokens() []string {
+	a := e.auth()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.issued...)
 }
 
 // oauthError is GoTrue's OAuth-shaped error (token grants).
@@ -199,6 +210,7 @@ func (e *Endpoint) authToken(w http.ResponseWriter, r *http.Request, a *authStat
 	a.refresh[s.refresh] = s.id
 	access := e.sessionToken(s, a.ttl)
 	a.access[access] = s.id
+	a.issued = append(a.issued, s.refresh, access)
 	now := time.Now().UTC()
 	out, _ := json.Marshal(map[string]any{
 		"access_token":  access,
