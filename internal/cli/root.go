@@ -56,6 +56,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newToolsCmd(f),
 		newLimitsCmd(f),
 		newPolicyCmd(f),
+		newSaleCmd(f),
 		newPassphraseCmd(f),
 		newApproveCmd(f, nil),
 		newLoginCmd(f, nil),

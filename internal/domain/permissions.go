@@ -4,7 +4,10 @@ import "slices"
 
 // Permissions (P6 names). A tool requires some of them; a role grants a set.
 const (
-	PermSaleRead            = "sale.read"
+	PermSaleRead = "sale.read"
+	// PermSaleCreate creates a draft estate sale (`trovesnap sale create`,
+	// a seller surface: no MCP tool creates a sale).
+	PermSaleCreate          = "sale.create"
 	PermItemRead            = "item.read"
 	PermItemReadPricing     = "item.read_pricing"
 	PermItemReadCheckout    = "item.read_checkout"
@@ -32,14 +35,14 @@ const (
 // rolePermissions is the documented permission matrix (README "Roles").
 var rolePermissions = map[string][]string{
 	RoleOwner: {
-		PermSaleRead, PermItemRead, PermItemReadPricing, PermItemReadCheckout, PermCandidateRead,
+		PermSaleRead, PermSaleCreate, PermItemRead, PermItemReadPricing, PermItemReadCheckout, PermCandidateRead,
 		PermItemCreateCandidate, PermDemandRead, PermImportRead, PermProposalCreate, PermProposalRead,
 		PermItemUpdateStatus, PermCheckoutScan, PermItemPublish, PermSalePublish, PermItemUpdatePrice,
 		PermItemBindIdentity, PermDispositionApply, PermExportStage, PermExportDeliver, PermBuyerNotify,
 		PermApprovalGrant, PermClientManage, PermPolicyManage,
 	},
 	RoleManager: {
-		PermSaleRead, PermItemRead, PermItemReadPricing, PermItemReadCheckout, PermCandidateRead,
+		PermSaleRead, PermSaleCreate, PermItemRead, PermItemReadPricing, PermItemReadCheckout, PermCandidateRead,
 		PermItemCreateCandidate, PermDemandRead, PermImportRead, PermProposalCreate, PermProposalRead,
 		PermItemUpdateStatus, PermCheckoutScan, PermItemPublish, PermSalePublish, PermItemUpdatePrice,
 		PermItemBindIdentity, PermDispositionApply, PermExportStage, PermExportDeliver, PermBuyerNotify,

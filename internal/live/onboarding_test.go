@@ -15,7 +15,7 @@ import (
 )
 
 // The README's path for a fresh project: the operator bootstraps the first
-// owner (as the database owner), the owner signs in and registers a client
+// owner (as the database owner), the owner signs in, creates a sale and registers a client
 // — only its hash reaches the project — and the MCP server, holding only
 // the trovesnap_mcp key, resolves that client and works in its tenant.
 // bootstrap_owner is idempotent, refuses to relink a user or demote a
@@ -65,21 +65,6 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 			t.Errorf("%s ran bootstrap_owner: %v", role, err)
 		}
 	}
-	// The product (not trovesnap) creates sales; here, a first draft sale.
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		for _, q := range []string{"SET LOCAL ROLE trovesnap_owner", "SELECT set_config('trovesnap.system', 'on', true)",
-			`INSERT INTO trovesnap.estate_sales (id, tenant_id, title, status, visibility, address_policy, starts_at, ends_at, created_at, updated_at)
-			 VALUES ('sale_fresh1', 'tenant_fresh', 'Maple Street', 'draft', 'private', 'never', now(), now() + interval '2 days', now(), now())`} {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	// The owner signs in and registers a client for themself.
 	env.Endpoint.AddAuthUser(email, "pw-nia", user)
 	a := newAuth(t, env.Endpoint.URL, anonKey(env), nil)
@@ -95,6 +80,13 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 	if err != nil || who.UserID != user {
 		t.Fatalf("whoami: %+v, %v", who, err)
 	}
+	// The owner creates the first sale (`trovesnap sale create`): no
+	// hand-written SQL between bootstrap and the agent flow.
+	sale, err := seller.CreateSale(ctx, domain.NewSale{Name: "Maple Street", StartsAt: time.Now().UTC(),
+		EndsAt: time.Now().UTC().Add(48 * time.Hour)})
+	if err != nil || sale.TenantID != tenant || sale.Status != domain.SaleDraft {
+		t.Fatalf("create sale: %+v, %v", sale, err)
+	}
 	c, token, err := seller.RegisterClient(ctx, domain.NewClient{TenantID: tenant, ActorID: user, Name: "Nia's Claude Code",
 		ClientType: "claude_code", Groups: []string{"tenant_read", "candidate_write", "action_proposal", "controlled_action"}})
 	if err != nil || !strings.HasPrefix(token, domain.TokenPrefix) || c.TenantID != tenant {
@@ -108,7 +100,7 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 		t.Fatalf("principal: %+v, %v", p, err)
 	}
 	sales, err := b.ListSales(ctx, p, domain.SaleQuery{})
-	if err != nil || len(sales.Rows) != 1 || sales.Rows[0].ID != "sale_fresh1" {
+	if err != nil || len(sales.Rows) != 1 || sales.Rows[0].ID != sale.ID {
 		t.Fatalf("sales: %+v, %v", sales, err)
 	}
 	w := domain.WriteMeta{
@@ -116,7 +108,7 @@ func TestOnboarding_FreshProjectToFirstCandidate(t *testing.T) {
 		Event:   domain.Event{ID: "evt_fresh_0001", TenantID: tenant, Outcome: domain.OutcomeSuccess, Tool: domain.ToolRef{Name: "trove_create_candidate", Version: "1.0.0"}},
 		Started: time.Now(),
 	}
-	cand, _, err := b.CreateCandidate(ctx, p, w, domain.NewCandidate{SaleID: "sale_fresh1", Title: "Oak sideboard"})
+	cand, _, err := b.CreateCandidate(ctx, p, w, domain.NewCandidate{SaleID: sale.ID, Title: "Oak sideboard"})
 	if err != nil || cand.CandidateID == "" || cand.CanonicalItemCreated {
 		t.Fatalf("candidate: %+v, %v", cand, err)
 	}

@@ -3,6 +3,7 @@ package sqlgen
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,7 +24,8 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"public_sale_statuses", "public_item_statuses", "reportable_statuses", "status_sources",
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
-	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses"}
+	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
+	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -227,6 +229,7 @@ CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS t
 		{"max_import_rows", "the most data rows of one import (domain.MaxImportRows)", domain.MaxImportRows},
 		{"max_listed_ids", "the most ids an import result lists (domain.MaxListedIDs)", domain.MaxListedIDs},
 		{"max_related_ids", "the most ids of each related-record list of an\n-- import's event (domain.MaxRelatedIDs)", domain.MaxRelatedIDs},
+		{"sale_text_max", "the most characters of each text field of a new sale\n-- (domain.MaxSaleTextLen)", domain.MaxSaleTextLen},
 	} {
 		if c.n <= 0 {
 			return nil, fmt.Errorf("%s: %d is no bound", c.name, c.n)
@@ -270,6 +273,25 @@ CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT %s $$;
 `, s.name, s.what, s.name, array(s.list))
+	}
+
+	for _, c := range []struct {
+		name, what, v string
+		of            []string
+	}{
+		{"new_sale_status", "the status a new sale starts in (domain.NewSaleStatus)", domain.NewSaleStatus, domain.SaleStatuses()},
+		{"new_sale_visibility", "the visibility a new sale starts with\n-- (domain.NewSaleVisibility)", domain.NewSaleVisibility, domain.SaleVisibilities()},
+		{"new_sale_address_policy", "the address policy a new sale starts with\n-- (domain.NewSaleAddressPolicy)", domain.NewSaleAddressPolicy, domain.AddressPolicies()},
+	} {
+		if !slices.Contains(c.of, c.v) {
+			return nil, fmt.Errorf("%s: %q is not one of %v", c.name, c.v, c.of)
+		}
+		w(`
+-- %s: %s.
+CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+`, c.name, c.what, c.name, lit(c.v))
 	}
 
 	w(`
