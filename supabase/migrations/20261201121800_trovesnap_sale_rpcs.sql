@@ -166,6 +166,6 @@ SELECT trovesnap.revoke_execute(ARRAY['seller_enter_tenant', 'seller_sale_text',
 SELECT trovesnap.grant_execute('authenticated', ARRAY[
     'public.seller_create_sale(text, text, text, text, text, text, text, text)', 'public.seller_list_sales(text)']);
 
-INSERT INTO trovesnap.schema_migrations (version, name) VALUES (29, '20261201121800_trovesnap_sale_rpcs');
+INSERT INTO trovesnap.schema_migrations (version, name) VALUES (31, '20261201121800_trovesnap_sale_rpcs');
 
 RESET ROLE;
