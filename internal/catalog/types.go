@@ -22,6 +22,22 @@ const (
 	TierControlledAction Tier = "controlled_action"
 )
 
+// LimitClass is the §38 limit class a call of a tool of this tier counts
+// in. The gate counts by it; in live mode the RPCs count by the same map
+// (internal/live rpcRateClass, held to it by a test).
+func (t Tier) LimitClass() string {
+	switch t {
+	case TierCandidateWrite:
+		return domain.LimitCandidateWrites
+	case TierActionProposal:
+		return domain.LimitProposals
+	case TierControlledAction:
+		return domain.LimitControlledActions
+	default:
+		return domain.LimitReads
+	}
+}
+
 // Risk is the §10 tool_risk enum.
 type Risk string
 

@@ -35,7 +35,7 @@ func TestSaleLive_SellerCreatesAndListsAndRefusalsChangeNothing(t *testing.T) {
 		t.Fatalf("list: %+v", r)
 	}
 	// The tenant's MCP client (the server's key) sees it.
-	b, err := live.New(live.Options{URL: env.Endpoint.URL, Key: env.ServerKey()})
+	b, err := live.New(live.Options{URL: env.Endpoint.URL, PublicKey: env.PublicKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,26 @@ var (
 	// ErrSaleAssignment: the actor's role is limited to assigned sales and
 	// this sale is not one of them (§4.3).
 	ErrSaleAssignment = errors.New("sale assignment required")
+	// ErrRateLimited: a Backend that counts a call in its limit class
+	// inside the call (live mode: the RPC itself) refused it over the
+	// limit; a *RateLimitError carries the class, limit and retry delay.
+	ErrRateLimited = errors.New("rate limit reached")
 )
+
+// RateLimitError is the refusal of a call over its limit class by the
+// Backend that counted it. It matches ErrRateLimited with errors.Is.
+type RateLimitError struct {
+	Class             string
+	Limit             int
+	RetryAfterSeconds int
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%d %s calls a minute reached, retry in %d s: %v", e.Limit, e.Class, e.RetryAfterSeconds, ErrRateLimited)
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // InputError is an invalid-input error that names the offending field and a
 // reason a model can act on. It matches ErrInvalidInput with errors.Is.

@@ -210,6 +210,7 @@ func principalFailure(err error) *failure {
 func (g *Gate) domainFailure(err error) *failure {
 	var ie *domain.InputError
 	var re *domain.RefError
+	var rl *domain.RateLimitError
 	switch {
 	case errors.As(err, &ie):
 		return &failure{code: CodeInvalidInput, field: ie.Field, message: fmt.Sprintf("Invalid %s: %s.", ie.Field, ie.Reason)}
@@ -247,6 +248,11 @@ func (g *Gate) domainFailure(err error) *failure {
 		return detailed(CodeCostLimitExceeded, err, domain.ErrCostLimit)
 	case errors.Is(err, domain.ErrCandidateRequired):
 		return detailed(CodeCandidateRequired, err, domain.ErrCandidateRequired)
+	case errors.As(err, &rl):
+		return &failure{code: CodeRateLimited, retryAfter: rl.RetryAfterSeconds,
+			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rl.Limit, rl.Class, rl.RetryAfterSeconds)}
+	case errors.Is(err, domain.ErrRateLimited):
+		return fail(CodeRateLimited)
 	case errors.Is(err, domain.ErrInvalidInput):
 		return fail(CodeInvalidInput)
 	case errors.Is(err, domain.ErrNotFound):
@@ -356,17 +362,20 @@ func (g *Gate) chargeRefusal(ctx context.Context, p domain.Principal, f *failure
 }
 
 // limitClass maps a tier to its §38 limit class.
-func limitClass(t catalog.Tier) string {
-	switch t {
-	case catalog.TierCandidateWrite:
-		return domain.LimitCandidateWrites
-	case catalog.TierActionProposal:
-		return domain.LimitProposals
-	case catalog.TierControlledAction:
-		return domain.LimitControlledActions
-	default:
-		return domain.LimitReads
-	}
+func limitClass(t catalog.Tier) string { return t.LimitClass() }
+
+// callCounter is a Backend that counts a tool's call in its limit class
+// inside the call itself (live mode: the RPC's wrapper counts, so a caller
+// who calls the RPC directly is counted too) and refuses it over the limit
+// with domain.ErrRateLimited. The gate does not count such a call again.
+type callCounter interface {
+	CountsRateInCall(tool, class string) bool
+}
+
+// countsInCall reports whether the Backend counts a call of t itself.
+func (g *Gate) countsInCall(t *catalog.Tool) bool {
+	cc, ok := g.b.(callCounter)
+	return ok && cc.CountsRateInCall(t.Name, limitClass(t.Tier))
 }
 
 // rawHash is the audit input hash of arguments that were never parsed:

@@ -57,6 +57,20 @@ func TestDetailed_TypedReasonReadByType(t *testing.T) {
 	}
 }
 
+// A Backend that counts a call inside it (live: the RPC) refuses it over
+// the limit with domain.ErrRateLimited: the answer is rate_limited with the
+// Backend's retry delay, the same as the gate's own count gives.
+func TestDomainFailure_BackendRateLimitIsRateLimited(t *testing.T) {
+	g := New(Options{})
+	err := fmt.Errorf("live: mcp_list_sales: %w", &domain.RateLimitError{Class: domain.LimitReads, Limit: 120, RetryAfterSeconds: 17})
+	if f := g.domainFailure(err); f.code != CodeRateLimited || f.retryAfter != 17 || !strings.Contains(f.message, "120 reads calls") {
+		t.Fatalf("%v → %+v", err, f)
+	}
+	if f := g.domainFailure(fmt.Errorf("x: %w", domain.ErrRateLimited)); f.code != CodeRateLimited {
+		t.Fatalf("a bare ErrRateLimited → %+v", f)
+	}
+}
+
 // An error that carries its reason only as text (fmt.Errorf around a
 // sentinel, untyped) gets its code's generic message: no part of its
 // Error() text (storage context, SQL, ids) reaches the model, for every

@@ -279,8 +279,16 @@ func (c *call) validateInput() *failure {
 
 // applyLimits (step 6) counts the call in its client's limit class (per
 // client × class, across processes); over the limit it is rate_limited.
+// A Backend that counts the call in the call itself (callCounter: live
+// mode, where the RPC counts) is not asked here: its refusal comes back
+// from the domain call as domain.ErrRateLimited. The call stays uncounted
+// for chargeRefused: a refused RPC rolls its own count back, so a
+// refusal of the caller's own doing is charged to the rejected budget.
 func (c *call) applyLimits() *failure {
 	c.ctx = step(c.ctx, audit.SpanPolicyEvaluate)
+	if c.g.countsInCall(c.tool) {
+		return nil
+	}
 	rd, err := c.g.b.ConsumeRate(c.ctx, c.p, limitClass(c.tool.Tier))
 	if err != nil {
 		return c.g.domainFailure(err)

@@ -53,10 +53,10 @@ func eventBody(t *testing.T, env *pgtest.Env, id string) map[string]any {
 // refused by every RPC — state unchanged throughout.
 func TestClientToken_StoredHashIsNoCredential(t *testing.T) {
 	env := seeded(t)
-	before := counts(t, env)
 	if status, body := rpcClient(t, env, contract.CredOwner, "mcp_list_sales", map[string]any{}); status != http.StatusOK {
 		t.Fatalf("the token itself: %d %v", status, body)
 	}
+	before := counts(t, env) // after the accepted call, which counted itself (rate_counters)
 	for name, c := range map[string]struct {
 		tok  string
 		args map[string]any

@@ -54,6 +54,7 @@ func newBackend(t testing.TB, env *pgtest.Env, mod ...func(*live.Options)) *live
 func TestContract_Live(t *testing.T) {
 	contract.Run(t, func(t *testing.T) contract.Instance {
 		env := seeded(t)
+		publicHeadroom(t, env)
 		return contract.Instance{
 			Backend: newBackend(t, env),
 			Second:  func(t *testing.T) domain.Backend { return newBackend(t, env) },

@@ -232,8 +232,18 @@ func (b *Backend) mapError(fn string, status int, pe PostgRESTError) error {
 	case codeAuthRequired:
 		return fmt.Errorf("live: %s: %w", fn, domain.ErrAuthRequired)
 	case codeRateLimited:
-		// Anonymous events over the public bucket: delivered later.
-		return fmt.Errorf("live: %s: over the rate limit: %w", fn, domain.ErrUnavailable)
+		var d struct {
+			Class string `json:"class"`
+			Limit int    `json:"limit"`
+			Retry *int   `json:"retry_after_seconds"`
+		}
+		if fn == "mcp_append_event" || json.Unmarshal([]byte(pe.Details), &d) != nil || d.Retry == nil {
+			// Anonymous events over the public bucket: delivered later.
+			return fmt.Errorf("live: %s: over the rate limit: %w", fn, domain.ErrUnavailable)
+		}
+		// The RPC counted the call in its class (its wrapper, migration
+		// 34) and refused it over the limit: nothing ran.
+		return fmt.Errorf("live: %s: %w", fn, &domain.RateLimitError{Class: d.Class, Limit: d.Limit, RetryAfterSeconds: *d.Retry})
 	case codeForbidden:
 		if b.seller {
 			b.log.Error("live: this RPC is not for a signed-in seller", "rpc", fn)

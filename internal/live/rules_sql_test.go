@@ -172,10 +172,8 @@ func TestGeneratedRules_RPCsCallTheLookups(t *testing.T) {
 		"mcp_create_status_report": {"trovesnap.reportable_statuses()"},
 	} {
 		var src string
-		// The body: an MCP RPC's lives in the trovesnap schema behind its
-		// public token wrapper (migration 29).
-		if err := conn.QueryRow(ctx, `SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-			WHERE p.proname = $1 ORDER BY n.nspname = 'trovesnap' DESC LIMIT 1`, fn).Scan(&src); err != nil {
+		if err := conn.QueryRow(ctx, // the body, not its public wrapper (migrations 29 and 34)
+			"SELECT prosrc FROM pg_proc WHERE proname = $1 ORDER BY pronamespace = 'trovesnap'::regnamespace DESC LIMIT 1", fn).Scan(&src); err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
 		for _, call := range calls {

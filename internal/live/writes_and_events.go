@@ -130,6 +130,9 @@ func (b *Backend) CheckIdempotency(ctx context.Context, k domain.IdempotencyKey)
 // ConsumeRate counts one call of class for the principal's client in the
 // current one-minute window, in the database, so every server sharing the
 // project shares the limit. Anonymous calls share the bucket "public".
+// The gate asks it only for what no RPC counts itself — the rejected
+// class and the tools that make no counted RPC: every RPC that serves a
+// tool counts its own call (CountsRateInCall, migration 34).
 func (b *Backend) ConsumeRate(ctx context.Context, p domain.Principal, class string) (domain.RateDecision, error) {
 	d := domain.RateDecision{Class: class}
 	switch class {
