@@ -544,7 +544,11 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 	}
 	sent := size - suppressed
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "notification", From: nil, To: fmt.Sprintf("%d buyers via %s", sent, strings.Join(channels, ","))})
-	prop.Impact = ProposalImpact{NotificationsSent: sent, EstimatedCostUSD: float64(int(float64(sent)*perMessage*100+0.5)) / 100}
+	// Each step rounded to float64 (the conversion forbids a fused
+	// multiply-add), so the cost is the same bits on every architecture
+	// and in the live database's derive_proposal.
+	cents := float64(float64(sent)*perMessage) * 100
+	prop.Impact = ProposalImpact{NotificationsSent: sent, EstimatedCostUSD: float64(int(float64(cents)+0.5)) / 100}
 	if sent == 0 {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "empty_audience")
 	}
