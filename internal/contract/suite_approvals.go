@@ -406,6 +406,24 @@ func testCreateProposal(t *testing.T, in Instance) {
 		!slices.Equal(p2.Validation.Warnings, []string{"candidate_not_reviewed"}) {
 		t.Fatalf("corrected proposal = %+v", p2)
 	}
+	// category_missing is judged on the item the promotion creates: a
+	// candidate without a category warns, whether or not the draft names
+	// an empty one; a category the draft gives clears it.
+	nc, _, err := f.b.CreateCandidate(ctx, f.owner, meta(f.owner, "prop-nocat", "sha256:nocat", "event_nocat"),
+		domain.NewCandidate{SaleID: fixtures.PublishedSaleID, Title: "Mantel clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fields := range []map[string]any{nil, {"category": ""}, {"category": "decor.clock.mantel"}} {
+		pc, _, err := f.propose(f.owner, promotionDraft(nc.CandidateID, 1, fields))
+		want := []string{"category_missing", "candidate_not_reviewed"}
+		if fields["category"] == "decor.clock.mantel" {
+			want = want[1:]
+		}
+		if err != nil || !slices.Equal(pc.Validation.Warnings, want) {
+			t.Fatalf("promotion of a candidate without a category, draft %v: %+v, %v; want %q", fields, pc.Validation, err, want)
+		}
+	}
 	// Item publication: in a draft sale it is valid with a warning.
 	it := f.mustItem(domain.ItemQuery{SaleID: fixtures.DraftSaleID, Status: domain.ItemReady}, readyDraftSale)
 	p3, _, err := f.propose(f.owner, itemPublicationDraft(it.ID, it.Version))

@@ -157,21 +157,25 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	if !slices.Contains(OpenReviewStatuses(), c.ReviewStatus) {
 		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
 	}
-	field := func(name, candidateValue string) {
+	field := func(name, candidateValue string) string {
 		v := candidateValue
 		if o, ok := d.Fields[name].(string); ok && o != "" {
 			v = o
 		}
 		prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item." + name, From: nil, To: v})
+		return v
 	}
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.sale_id", From: nil, To: c.SaleID})
 	field("title", c.Title)
 	field("description", c.Description)
-	field("category", c.Category)
+	category := field("category", c.Category)
 	field("room", c.Room)
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.status", From: nil, To: ItemDraft})
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "review_status", From: c.ReviewStatus, To: ReviewPromoted})
-	if c.Category == "" && d.Fields["category"] == nil {
+	// The item would be created without a category: judged on what is
+	// created, so the warning is derived from the proposal's own changes
+	// (the live database derives it the same way: derive_proposal).
+	if category == "" {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "category_missing")
 	}
 	if c.ReviewStatus == ReviewNeedsReview {
@@ -540,7 +544,11 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 	}
 	sent := size - suppressed
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "notification", From: nil, To: fmt.Sprintf("%d buyers via %s", sent, strings.Join(channels, ","))})
-	prop.Impact = ProposalImpact{NotificationsSent: sent, EstimatedCostUSD: float64(int(float64(sent)*perMessage*100+0.5)) / 100}
+	// Each step rounded to float64 (the conversion forbids a fused
+	// multiply-add), so the cost is the same bits on every architecture
+	// and in the live database's derive_proposal.
+	cents := float64(float64(sent)*perMessage) * 100
+	prop.Impact = ProposalImpact{NotificationsSent: sent, EstimatedCostUSD: float64(int(float64(cents)+0.5)) / 100}
 	if sent == 0 {
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "empty_audience")
 	}

@@ -120,16 +120,38 @@ func rcSuper(t *testing.T, env *pgtest.Env, q string, args ...any) {
 
 // rcStoredBeforeTheFix stores a tampered proposal as mcp_create_proposal
 // did before migration 20: with the cost check of the proposals trigger
-// off. It returns the proposal's id and hash.
+// off (and without migration 32's derivation, which refuses any plan the
+// current state does not give). It returns the proposal's id and hash.
 func rcStoredBeforeTheFix(t *testing.T, env *pgtest.Env, p domain.Principal, honest domain.Proposal, cost float64) (string, string) {
 	t.Helper()
 	m := rcTampered(t, honest, cost, nil)
 	rcSuper(t, env, "ALTER TABLE trovesnap.proposals DISABLE TRIGGER proposals_cost_budget")
 	defer rcSuper(t, env, "ALTER TABLE trovesnap.proposals ENABLE TRIGGER proposals_cost_budget")
-	if status, out := rcSend(t, env, p, "rc-old-"+randHex(4), m); status != http.StatusOK {
-		t.Fatalf("storing the pre-fix proposal: HTTP %d %v", status, out)
-	}
+	rcWithoutDerivation(t, env, func() {
+		if status, out := rcSend(t, env, p, "rc-old-"+randHex(4), m); status != http.StatusOK {
+			t.Fatalf("storing the pre-fix proposal: HTTP %d %v", status, out)
+		}
+	})
 	return m["id"].(string), m["proposal_hash"].(string)
+}
+
+// rcWithoutDerivation runs fn with mcp_create_proposal as it was before
+// migration 32: trovesnap.derive_proposal answering the body itself, so
+// every derived field is taken as sent. The function is restored after.
+func rcWithoutDerivation(t *testing.T, env *pgtest.Env, fn func()) {
+	t.Helper()
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var def string
+	if err := conn.QueryRow(ctx, "SELECT pg_get_functiondef('trovesnap.derive_proposal(jsonb)'::regprocedure)").Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	rcSuper(t, env, "CREATE OR REPLACE FUNCTION trovesnap.derive_proposal(p_body jsonb) RETURNS jsonb LANGUAGE sql STABLE AS $$ SELECT p_body $$")
+	defer rcSuper(t, env, def)
+	fn()
 }
 
 func rcSpentToday(t *testing.T, env *pgtest.Env, clientID string) float64 {
@@ -157,7 +179,10 @@ func rcWantInvalid(t *testing.T, what string, status int, out map[string]any, fi
 // A buyer notification whose body claims a negative, missing, NaN or
 // infinite cost (re-hashed, sent straight to mcp_create_proposal with the
 // server key) is refused with invalid_input and nothing is stored; the
-// honest plan itself is accepted.
+// honest plan itself is accepted. Since migration 32 the RPC refuses the
+// body first (its impact and plan are not what the state gives:
+// invalid_input:proposal); without that derivation, the proposals
+// trigger still refuses the cost (invalid_input:estimated_cost_usd).
 func TestReviewCost_ProposalCostMustBeAnAmount(t *testing.T) {
 	env := seeded(t)
 	b := newBackend(t, env)
@@ -178,12 +203,32 @@ func TestReviewCost_ProposalCostMustBeAnAmount(t *testing.T) {
 	for name, m := range cases {
 		before := counts(t, env)
 		status, out := rcSend(t, env, p, "rc-"+randHex(4), m)
-		rcWantInvalid(t, name, status, out, "estimated_cost_usd")
+		rcWantInvalid(t, name, status, out, "proposal")
 		flowUnchanged(t, env, before, name)
 	}
-	// The same plan with its own cost (0) is stored.
-	status, out := rcSend(t, env, p, "rc-ok", rcTampered(t, honest, 0, nil))
-	if status != http.StatusOK {
+	rcWithoutDerivation(t, env, func() {
+		for name, m := range cases {
+			before := counts(t, env)
+			status, out := rcSend(t, env, p, "rc-"+randHex(4), m)
+			rcWantInvalid(t, name+" (without the derivation)", status, out, "estimated_cost_usd")
+			flowUnchanged(t, env, before, name)
+		}
+		// The same plan with its own cost (0) is stored by the trigger.
+		if status, out := rcSend(t, env, p, "rc-ok0", rcTampered(t, honest, 0, nil)); status != http.StatusOK {
+			t.Fatalf("the plan with a cost of 0 under a new id: HTTP %d %v", status, out)
+		}
+	})
+	// The honest plan under a new id is stored.
+	ok := honest
+	ok.ID, ok.CreatedAt = domain.RandomIDs{}.New(domain.PrefixProposal), time.Now().UTC()
+	ok.ExpiresAt = ok.CreatedAt.Add(time.Hour)
+	if ok.Hash, err = approval.Hash(ok); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ok)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	if status, out := rcSend(t, env, p, "rc-ok", m); status != http.StatusOK {
 		t.Fatalf("the honest plan under a new id: HTTP %d %v", status, out)
 	}
 }
