@@ -119,21 +119,31 @@ CREATE FUNCTION trovesnap.audit_jcs_value(p jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT
     AS $$
 BEGIN
+    -- Members and elements are written inline (a function call per value
+    -- would dominate): containers recurse, numbers without an exponent
+    -- print as float8 does, and a name sorts by its UTF-8 bytes unless it
+    -- has a character above U+FFFF.
     CASE jsonb_typeof(p)
     WHEN 'object' THEN
         RETURN '{' || coalesce((SELECT string_agg(to_jsonb(e.key)::text || ':' ||
                     CASE jsonb_typeof(e.value)
                         WHEN 'object' THEN trovesnap.audit_jcs_value(e.value)
                         WHEN 'array' THEN trovesnap.audit_jcs_value(e.value)
-                        WHEN 'number' THEN trovesnap.audit_jcs_number(e.value::numeric::float8)
-                        ELSE e.value::text END, ',' ORDER BY trovesnap.audit_jcs_key(e.key))
+                        WHEN 'number' THEN CASE WHEN strpos((e.value::numeric::float8)::text, 'e') = 0
+                                                THEN (e.value::numeric::float8)::text
+                                                ELSE trovesnap.audit_jcs_number(e.value::numeric::float8) END
+                        ELSE e.value::text END, ','
+                    ORDER BY CASE WHEN e.key ~ '[\U00010000-\U0010FFFF]' THEN trovesnap.audit_jcs_key(e.key)
+                                  ELSE convert_to(e.key, 'UTF8') END)
                 FROM jsonb_each(p) e), '') || '}';
     WHEN 'array' THEN
         RETURN '[' || coalesce((SELECT string_agg(
                     CASE jsonb_typeof(a.value)
                         WHEN 'object' THEN trovesnap.audit_jcs_value(a.value)
                         WHEN 'array' THEN trovesnap.audit_jcs_value(a.value)
-                        WHEN 'number' THEN trovesnap.audit_jcs_number(a.value::numeric::float8)
+                        WHEN 'number' THEN CASE WHEN strpos((a.value::numeric::float8)::text, 'e') = 0
+                                                THEN (a.value::numeric::float8)::text
+                                                ELSE trovesnap.audit_jcs_number(a.value::numeric::float8) END
                         ELSE a.value::text END, ',' ORDER BY a.i)
                 FROM jsonb_array_elements(p) WITH ORDINALITY a(value, i)), '') || ']';
     WHEN 'number' THEN
@@ -251,11 +261,13 @@ BEGIN
 END
 $$;
 
--- audit_chain_json is one event as domain.ChainRecord (and its body).
-CREATE FUNCTION trovesnap.audit_chain_json(e trovesnap.plugin_events) RETURNS jsonb
+-- audit_chain_json is one event as domain.ChainRecord (and its body). The
+-- RPCs answer json, not jsonb: a page of 10,000 bodies is written out once
+-- instead of being rebuilt as one jsonb value first.
+CREATE FUNCTION trovesnap.audit_chain_json(e trovesnap.plugin_events) RETURNS json
     LANGUAGE sql STABLE
     AS $$
-SELECT jsonb_build_object('seq', e.seq, 'id', e.id, 'tenant_id', e.tenant_id, 'correlation_id', e.correlation_id,
+SELECT json_build_object('seq', e.seq, 'id', e.id, 'tenant_id', e.tenant_id, 'correlation_id', e.correlation_id,
     'causation_id', coalesce(e.body ->> 'causation_id', ''), 'request_id', e.request_id,
     'server_request_id', e.server_request_id, 'tool_name', e.tool_name, 'outcome', e.outcome,
     -- The column keeps microseconds, the body what the writer sent (Go
@@ -268,9 +280,10 @@ $$;
 
 -- seller_audit_chain: the tenant's events after seq p_after_seq, in seq
 -- order, at most p_limit (1 to 20000, default 10000) — `audit verify`
--- pages through the chain with it.
+-- pages through the chain with it. (audit_chain_json's expression, inline:
+-- this is the one read of every event.)
 CREATE FUNCTION public.seller_audit_chain(p_tenant_id text, p_after_seq bigint DEFAULT 0, p_limit integer DEFAULT 10000)
-    RETURNS jsonb
+    RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -278,7 +291,13 @@ DECLARE
     s trovesnap.seller_ctx;
 BEGIN
     s := trovesnap.seller_audit_enter(p_tenant_id);
-    RETURN (SELECT coalesce(jsonb_agg(trovesnap.audit_chain_json(e) ORDER BY e.seq), '[]')
+    RETURN (SELECT coalesce(json_agg(json_build_object('seq', e.seq, 'id', e.id, 'tenant_id', e.tenant_id,
+                'correlation_id', e.correlation_id, 'causation_id', coalesce(e.body ->> 'causation_id', ''),
+                'request_id', e.request_id, 'server_request_id', e.server_request_id, 'tool_name', e.tool_name,
+                'outcome', e.outcome,
+                'occurred_at', CASE WHEN (e.body ->> 'occurred_at')::timestamptz = e.occurred_at THEN e.body ->> 'occurred_at'
+                                    ELSE trovesnap.ts(e.occurred_at) END,
+                'prev_hash', e.prev_hash, 'event_hash', e.event_hash, 'body', e.body) ORDER BY e.seq), '[]')
             FROM (SELECT * FROM trovesnap.plugin_events e
                   WHERE e.tenant_id = s.tenant_id AND e.seq > coalesce(p_after_seq, 0)
                   ORDER BY e.seq LIMIT least(greatest(coalesce(p_limit, 10000), 1), 20000)) e);
@@ -310,7 +329,7 @@ $$;
 CREATE FUNCTION public.seller_audit_events(p_tenant_id text, p_id text DEFAULT '', p_request_id text DEFAULT '',
                                            p_server_request_id text DEFAULT '', p_correlation_id text DEFAULT '',
                                            p_causation_id text DEFAULT '', p_after_seq bigint DEFAULT 0,
-                                           p_limit integer DEFAULT 1000, p_newest boolean DEFAULT false) RETURNS jsonb
+                                           p_limit integer DEFAULT 1000, p_newest boolean DEFAULT false) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -319,7 +338,7 @@ DECLARE
     v_limit integer := least(greatest(coalesce(nullif(p_limit, 0), 1000), 1), 1000);
 BEGIN
     s := trovesnap.seller_audit_enter(p_tenant_id);
-    RETURN (SELECT coalesce(jsonb_agg(trovesnap.audit_chain_json(e) ORDER BY e.seq), '[]')
+    RETURN (SELECT coalesce(json_agg(trovesnap.audit_chain_json(e) ORDER BY e.seq), '[]')
             FROM (SELECT * FROM trovesnap.plugin_events e
                   WHERE e.tenant_id = s.tenant_id AND e.seq > coalesce(p_after_seq, 0)
                     AND (coalesce(p_id, '') = '' OR e.id = p_id)
