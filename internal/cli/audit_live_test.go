@@ -54,6 +54,13 @@ func TestAuditLive_VerifyReportsTheProjectsEvents(t *testing.T) {
 	if r := lcRun(t, s.env, "", "audit", "show", "event_cli2", "--json"); r.code != cli.ExitOK || !strings.Contains(r.out, `"event_matches_hash": true`) {
 		t.Fatalf("audit show: %+v", r)
 	}
+	if r := lcRun(t, s.env, "", "audit", "trace", "corr_cli1"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli1") || strings.Contains(r.out, "event_cli2") {
+		t.Fatalf("audit trace: %+v", r)
+	}
+	// Another tenant's event is not the signed-in seller's to read.
+	if r := lcRun(t, s.env, "", "audit", "show", "event_cli4"); r.code == cli.ExitOK || strings.Contains(r.out, "event_cli4") {
+		t.Fatalf("audit show of another tenant's event: %+v", r)
+	}
 	if r := lcRun(t, s.env, "", "audit", "tail", "-n", "2"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli3") || strings.Contains(r.out, "event_cli1") {
 		t.Fatalf("audit tail: %+v", r)
 	}
