@@ -16,8 +16,51 @@ import (
 	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/config"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live"
 	"github.com/triunalabs/trovesnap/store"
 )
+
+// auditSource is what the audit commands read: the local store in mock
+// mode; in live mode the signed-in seller's tenant chain in the project
+// (live.SellerAudit), whose seller RPCs decide what the user may read.
+type auditSource interface {
+	audit.ChainSource
+	audit.HeadSource
+	audit.TraceSource
+}
+
+var (
+	_ auditSource = (*store.Store)(nil)
+	_ auditSource = (*live.SellerAudit)(nil)
+)
+
+const auditTenantUsage = "live mode: the tenant, when the signed-in user is a member of several"
+
+// withAuditSource runs fn on the audit log of the configured mode. In live
+// mode the log is the project's (`trovesnap login` first): the local file
+// holds no live events. tenant picks the membership in live mode.
+func withAuditSource(ctx context.Context, f *Factory, db, tenant string, fn func(src auditSource) error) error {
+	cfg, err := f.Config(db)
+	if err != nil {
+		return err
+	}
+	if cfg.Mode != domain.ModeLive {
+		return withConfiguredStore(ctx, f, cfg, func(_ config.Config, st *store.Store) error { return fn(st) })
+	}
+	seller, err := f.OpenSeller(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	who, err := seller.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := who.Membership(tenant)
+	if err != nil {
+		return usageError{err}
+	}
+	return fn(seller.Audit(m.TenantID))
+}
 
 // `trovesnap audit`: verify the plugin_event hash chains, print their heads,
 // reconstruct a request or a proposal (§45), follow and show events. All
@@ -45,6 +88,7 @@ func newAuditCmd(f *Factory) *cobra.Command {
 
 // AuditVerifyOptions are the options of `audit verify`.
 type AuditVerifyOptions struct {
+	Tenant  string
 	DB      string
 	JSON    bool
 	Against string
@@ -65,6 +109,7 @@ func newAuditVerifyCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Against, "against", "", "a file written by `audit head --json` earlier: each saved head must still be in its chain")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", auditTenantUsage)
 	return cmd
 }
 
@@ -76,7 +121,7 @@ func auditVerifyRun(ctx context.Context, f *Factory, o *AuditVerifyOptions) erro
 			return usageError{err}
 		}
 	}
-	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+	return withAuditSource(ctx, f, o.DB, o.Tenant, func(st auditSource) error {
 		rep, err := audit.Verify(ctx, st, audit.VerifyOptions{Against: saved})
 		if err != nil {
 			return err
@@ -152,8 +197,9 @@ func readHeads(path string) ([]domain.ChainHead, error) {
 
 // AuditHeadOptions are the options of `audit head`.
 type AuditHeadOptions struct {
-	DB   string
-	JSON bool
+	Tenant string
+	DB     string
+	JSON   bool
 }
 
 func newAuditHeadCmd(f *Factory) *cobra.Command {
@@ -169,11 +215,12 @@ func newAuditHeadCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON (the input of `audit verify --against`)")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", auditTenantUsage)
 	return cmd
 }
 
 func auditHeadRun(ctx context.Context, f *Factory, o *AuditHeadOptions) error {
-	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+	return withAuditSource(ctx, f, o.DB, o.Tenant, func(st auditSource) error {
 		heads, err := audit.Heads(ctx, st)
 		if err != nil {
 			return err
@@ -192,9 +239,10 @@ func auditHeadRun(ctx context.Context, f *Factory, o *AuditHeadOptions) error {
 
 // AuditTraceOptions are the options of `audit trace`.
 type AuditTraceOptions struct {
-	DB   string
-	ID   string // a proposal, correlation, event or request id
-	JSON bool
+	Tenant string
+	DB     string
+	ID     string // a proposal, correlation, event or request id
+	JSON   bool
 }
 
 func newAuditTraceCmd(f *Factory) *cobra.Command {
@@ -215,11 +263,12 @@ func newAuditTraceCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", auditTenantUsage)
 	return cmd
 }
 
 func auditTraceRun(ctx context.Context, f *Factory, o *AuditTraceOptions) error {
-	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+	return withAuditSource(ctx, f, o.DB, o.Tenant, func(st auditSource) error {
 		tr, err := audit.Trace(ctx, st, o.ID)
 		if err != nil {
 			return err
@@ -365,7 +414,7 @@ func newAuditTailCmd(f *Factory) *cobra.Command {
 	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 20, "how many of the newest events to print first")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep polling for new events until interrupted")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object per event")
-	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "only this tenant's chain")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "only this tenant's chain (live mode: the tenant, when the signed-in user is a member of several)")
 	cmd.Flags().DurationVar(&o.Interval, "interval", time.Second, "polling interval with --follow")
 	return cmd
 }
@@ -374,13 +423,13 @@ func auditTailRun(ctx context.Context, f *Factory, o *AuditTailOptions) error {
 	if o.Lines < 0 || o.Interval <= 0 {
 		return usageError{errors.New("-n must be >= 0 and --interval > 0")}
 	}
-	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+	return withAuditSource(ctx, f, o.DB, o.Tenant, func(st auditSource) error {
 		return tailEvents(ctx, f, st, o)
 	})
 }
 
 // tailEvents prints the newest events of st and, with --follow, new ones.
-func tailEvents(ctx context.Context, f *Factory, st *store.Store, o *AuditTailOptions) error {
+func tailEvents(ctx context.Context, f *Factory, st auditSource, o *AuditTailOptions) error {
 	var (
 		recs []domain.ChainRecord
 		last int64
@@ -458,9 +507,10 @@ type ShowOutput struct {
 
 // AuditShowOptions are the options of `audit show`.
 type AuditShowOptions struct {
-	DB   string
-	ID   string // the event id
-	JSON bool
+	Tenant string
+	DB     string
+	ID     string // the event id
+	JSON   bool
 }
 
 func newAuditShowCmd(f *Factory) *cobra.Command {
@@ -476,11 +526,12 @@ func newAuditShowCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", auditTenantUsage)
 	return cmd
 }
 
 func auditShowRun(ctx context.Context, f *Factory, o *AuditShowOptions) error {
-	return withStore(ctx, f, o.DB, func(_ config.Config, st *store.Store) error {
+	return withAuditSource(ctx, f, o.DB, o.Tenant, func(st auditSource) error {
 		recs, err := st.AuditEvents(ctx, domain.EventQuery{ID: o.ID})
 		if err != nil {
 			return err

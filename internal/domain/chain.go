@@ -28,8 +28,10 @@ import (
 // members) gets the same bytes. prev_hash is the event_hash of the previous
 // event of the same tenant chain, "" for the first one. There is one chain
 // per tenant per embedded store; events of no tenant (anonymous calls)
-// chain under tenant "". The live plugin_events table in Postgres carries
-// no prev_hash or event_hash: only the embedded store chains.
+// chain under tenant "". The live plugin_events table in Postgres chains
+// by the same definition, computed in SQL as each event is recorded
+// (supabase migration 29, trovesnap.audit_jcs and audit_chain_hash), so
+// one verifier checks both.
 
 // ChainGenesis is the prev_hash of the first event of a chain.
 const ChainGenesis = ""

@@ -171,6 +171,7 @@ DECLARE
     v_warns   jsonb := pr.body -> 'validation' -> 'warnings';
     v_max     integer;
     v_maxj    jsonb := pol.body -> 'conditions' -> 'maximum_items_per_run';
+    v_now     jsonb;
     v_n       integer;
     v_cost    numeric;
     v_cat     text;
@@ -246,9 +247,16 @@ BEGIN
             RETURN 'field not permitted by the policy: ' || coalesce(c ->> 'field', '');
         END IF;
     END LOOP;
-    IF pol.body -> 'conditions' -> 'require_no_conflicts' = 'true'::jsonb
-       AND (coalesce(pr.body -> 'validation' ->> 'status', '') <> 'valid' OR jsonb_array_length(v_warns) > 0) THEN
-        RETURN 'policy requires a proposal without conflicts or warnings';
+    IF pol.body -> 'conditions' -> 'require_no_conflicts' = 'true'::jsonb THEN
+        -- Judged on the stored validation AND on the one derived again from
+        -- the current rows (migration 32): neither a stored body nor a state
+        -- that changed since can hide a conflict.
+        v_now := trovesnap.derive_proposal(pr.body) -> 'validation';
+        IF coalesce(pr.body -> 'validation' ->> 'status', '') <> 'valid' OR jsonb_array_length(v_warns) > 0
+           OR coalesce(v_now ->> 'status', '') <> 'valid'
+           OR jsonb_typeof(v_now -> 'warnings') IS DISTINCT FROM 'array' OR jsonb_array_length(v_now -> 'warnings') > 0 THEN
+            RETURN 'policy requires a proposal without conflicts or warnings';
+        END IF;
     END IF;
     RETURN NULL;
 END

@@ -39,6 +39,9 @@ type Endpoint struct {
 
 	mu   sync.Mutex
 	args map[string][]fnArg
+	// raw holds the functions returning json, whose text PostgREST sends
+	// as it is (jsonb and scalars go through to_jsonb).
+	raw map[string]bool
 }
 
 type fnArg struct{ name, typ string }
@@ -56,7 +59,7 @@ func (c *Cluster) Serve(ctx context.Context) (*Endpoint, error) {
 	}
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	e := &Endpoint{secret: secret, pool: pool, args: map[string][]fnArg{}}
+	e := &Endpoint{secret: secret, pool: pool, args: map[string][]fnArg{}, raw: map[string]bool{}}
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	e.URL = e.srv.URL
 	return e, nil
@@ -224,8 +227,10 @@ func (e *Endpoint) signature(ctx context.Context, fn string) ([]fnArg, error) {
 		return a, nil
 	}
 	var names, types []string
-	err := e.pool.QueryRow(ctx, `SELECT coalesce(p.proargnames, '{}'), array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t)
-		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname = $1`, fn).Scan(&names, &types)
+	var raw bool
+	err := e.pool.QueryRow(ctx, `SELECT coalesce(p.proargnames, '{}'), array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t),
+		p.prorettype = 'json'::regtype
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname = $1`, fn).Scan(&names, &types, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoFunction
 	}
@@ -239,6 +244,7 @@ func (e *Endpoint) signature(ctx context.Context, fn string) ([]fnArg, error) {
 	}
 	e.mu.Lock()
 	e.args[fn] = a
+	e.raw[fn] = raw
 	e.mu.Unlock()
 	return a, nil
 }
@@ -260,9 +266,15 @@ func (e *Endpoint) exec(ctx context.Context, role string, claims map[string]any,
 	if len(named) != len(in) {
 		return nil, errNoFunction // an argument the function does not have: PostgREST finds no such function
 	}
-	q := "SELECT to_jsonb(public." + pgx.Identifier{fn}.Sanitize() + "())::text"
+	e.mu.Lock()
+	open, closing := "to_jsonb(", ")::text"
+	if e.raw[fn] {
+		open, closing = "(", ")::text"
+	}
+	e.mu.Unlock()
+	q := "SELECT " + open + "public." + pgx.Identifier{fn}.Sanitize() + "()" + closing
 	if len(cols) > 0 {
-		q = "SELECT to_jsonb(public." + pgx.Identifier{fn}.Sanitize() + "(" + strings.Join(named, ", ") + "))::text FROM jsonb_to_record($1::jsonb) AS r(" + strings.Join(cols, ", ") + ")"
+		q = "SELECT " + open + "public." + pgx.Identifier{fn}.Sanitize() + "(" + strings.Join(named, ", ") + ")" + closing + " FROM jsonb_to_record($1::jsonb) AS r(" + strings.Join(cols, ", ") + ")"
 	}
 	cj, _ := json.Marshal(claims)
 	hj, _ := json.Marshal(headers)
