@@ -50,7 +50,7 @@ func TestAuditLive_VerifyReportsTheProjectsEvents(t *testing.T) {
 	}
 	s := lcLogin(t, env, newSeller, fixtures.DemoUserID)
 
-	r := lcRun(t, s.env, "", "audit", "verify", "--json")
+	r := s.exec(t, "", "audit", "verify", "--json")
 	var rep audit.Report
 	if r.code != cli.ExitOK || json.Unmarshal([]byte(r.out), &rep) != nil {
 		t.Fatalf("audit verify --json: %+v", r)
@@ -58,25 +58,25 @@ func TestAuditLive_VerifyReportsTheProjectsEvents(t *testing.T) {
 	if !rep.Intact || rep.Events != 4 || len(rep.Chains) != 1 || rep.Chains[0].TenantID != fixtures.DemoTenantID {
 		t.Fatalf("report %+v", rep)
 	}
-	if r := lcRun(t, s.env, "", "audit", "verify"); r.code != cli.ExitOK || !strings.Contains(r.out, "4 events verified in 1 chain(s).") {
+	if r := s.exec(t, "", "audit", "verify"); r.code != cli.ExitOK || !strings.Contains(r.out, "4 events verified in 1 chain(s).") {
 		t.Fatalf("audit verify: %+v", r)
 	}
-	if r := lcRun(t, s.env, "", "audit", "show", "event_cli2", "--json"); r.code != cli.ExitOK || !strings.Contains(r.out, `"event_matches_hash": true`) {
+	if r := s.exec(t, "", "audit", "show", "event_cli2", "--json"); r.code != cli.ExitOK || !strings.Contains(r.out, `"event_matches_hash": true`) {
 		t.Fatalf("audit show: %+v", r)
 	}
-	if r := lcRun(t, s.env, "", "audit", "trace", "corr_cli1"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli1") || strings.Contains(r.out, "event_cli2") {
+	if r := s.exec(t, "", "audit", "trace", "corr_cli1"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli1") || strings.Contains(r.out, "event_cli2") {
 		t.Fatalf("audit trace: %+v", r)
 	}
 	// Another tenant's event is not the signed-in seller's to read.
-	if r := lcRun(t, s.env, "", "audit", "show", "event_cli4"); r.code == cli.ExitOK || strings.Contains(r.out, "event_cli4") {
+	if r := s.exec(t, "", "audit", "show", "event_cli4"); r.code == cli.ExitOK || strings.Contains(r.out, "event_cli4") {
 		t.Fatalf("audit show of another tenant's event: %+v", r)
 	}
-	if r := lcRun(t, s.env, "", "audit", "tail", "-n", "2"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli3") || strings.Contains(r.out, "event_cli1") {
+	if r := s.exec(t, "", "audit", "tail", "-n", "2"); r.code != cli.ExitOK || !strings.Contains(r.out, "event_cli3") || strings.Contains(r.out, "event_cli1") {
 		t.Fatalf("audit tail: %+v", r)
 	}
 
 	// A head kept elsewhere detects the removal of the newest event.
-	head := lcRun(t, s.env, "", "audit", "head", "--json")
+	head := s.exec(t, "", "audit", "head", "--json")
 	if head.code != cli.ExitOK || !strings.Contains(head.out, "event_cli3") {
 		t.Fatalf("audit head --json: %+v", head)
 	}
@@ -84,7 +84,7 @@ func TestAuditLive_VerifyReportsTheProjectsEvents(t *testing.T) {
 	if err := os.WriteFile(saved, []byte(head.out), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := lcRun(t, s.env, "", "audit", "verify", "--against", saved); r.code != cli.ExitOK || !strings.Contains(r.out, "1 saved head(s) still in place") {
+	if r := s.exec(t, "", "audit", "verify", "--against", saved); r.code != cli.ExitOK || !strings.Contains(r.out, "1 saved head(s) still in place") {
 		t.Fatalf("verify --against before: %+v", r)
 	}
 	conn, err := env.Cluster.Super(ctx)
@@ -97,7 +97,7 @@ func TestAuditLive_VerifyReportsTheProjectsEvents(t *testing.T) {
 		"ALTER TABLE trovesnap.plugin_events ENABLE TRIGGER plugin_events_append_only"); err != nil {
 		t.Fatal(err)
 	}
-	if r := lcRun(t, s.env, "", "audit", "verify", "--against", saved); r.code != cli.ExitAuditBroken || !strings.Contains(r.out, "truncated") {
+	if r := s.exec(t, "", "audit", "verify", "--against", saved); r.code != cli.ExitAuditBroken || !strings.Contains(r.out, "truncated") {
 		t.Fatalf("verify --against after removing the head: %+v", r)
 	}
 }
