@@ -27,12 +27,16 @@ import (
 // auditEvent is an event of tenant as the gate would send it.
 func auditEvent(tenant, key string) domain.Event {
 	client := domain.ClientRef{ID: fixtures.DemoClientID, Name: "Paul Claude Code", Type: "claude_code"}
-	if tenant == fixtures.OtherTenantID {
+	actor := domain.ActorRef{ID: fixtures.DemoUserID, Type: "seller"}
+	switch tenant {
+	case fixtures.OtherTenantID:
 		client = domain.ClientRef{ID: fixtures.OtherClientID}
+	case "": // a call no client made: sent without a token, recorded in no tenant
+		client, actor = domain.ClientRef{}, domain.ActorRef{Type: "anonymous"}
 	}
 	return domain.Event{ID: "event_" + key, TenantID: tenant, CorrelationID: "corr_" + key, RequestID: "req_" + key,
 		ServerRequestID: "sreq_" + key, Mode: domain.ModeLive, Client: client,
-		Tool: domain.ToolRef{Name: "trove_get_item", Version: "1.0.0", Tier: "tenant_read"}, Actor: domain.ActorRef{ID: fixtures.DemoUserID, Type: "seller"},
+		Tool: domain.ToolRef{Name: "trove_get_item", Version: "1.0.0", Tier: "tenant_read"}, Actor: actor,
 		Action: "mcp_tool_called", Outcome: domain.OutcomeSuccess, Permissions: []string{"item.read"},
 		Payload: domain.EventPayload{InputHash: "sha256:" + key, RedactedSummary: map[string]string{"item_id": fixtures.DemoItemID}},
 		// Numbers RFC 8785 writes differently from Postgres, and a name

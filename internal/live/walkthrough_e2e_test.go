@@ -73,8 +73,13 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	if r := jo.run("", "sale", "list"); r.code != cli.ExitOK || !strings.Contains(r.out, sale.ID) || !strings.Contains(r.out, "Maple Street Estate") {
 		t.Fatalf("sale list: %+v", r)
 	}
-	r = jo.run("", "client", "register", "--name", "Jo's Claude Code", "--type", "claude_code", "--tenant", "tenant_heritage",
-		"--actor", "user_jo", "--groups", "tenant_read,candidate_write,action_proposal,controlled_action", "--json")
+	// Registering a client widens authority: the seller's passphrase, set once
+	// on this machine.
+	if r := jo.run(livePass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
+		t.Fatalf("passphrase set: %+v", r)
+	}
+	r = jo.run(livePass+"\n", "client", "register", "--name", "Jo's Claude Code", "--type", "claude_code", "--tenant", "tenant_heritage",
+		"--actor", "user_jo", "--groups", "tenant_read,candidate_write,action_proposal,controlled_action", "--json", "--passphrase-stdin")
 	var reg cli.RegisterOutput
 	if r.code != cli.ExitOK || json.Unmarshal([]byte(r.out), &reg) != nil || reg.Token == "" {
 		t.Fatalf("client register: %+v", r)
@@ -86,7 +91,7 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 			claude = p.Text
 		}
 	}
-	for _, want := range []string{"SUPABASE_URL=" + env.Endpoint.URL, "SUPABASE_ANON_KEY=" + anonKey(env), "TROVESNAP_CLIENT_TOKEN=" + reg.Token} {
+	for _, want := range []string{"SUPABASE_URL=" + env.Endpoint.URL, "SUPABASE_ANON_KEY=" + jo.vars["SUPABASE_ANON_KEY"], "TROVESNAP_CLIENT_TOKEN=" + reg.Token} {
 		if !strings.Contains(claude, want) {
 			t.Fatalf("the Claude Code setup lacks %q:\n%s", want, claude)
 		}
@@ -138,9 +143,6 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	}
 
 	// `trovesnap approve` on the seller's terminal: enter, a, y.
-	if r := jo.run(livePass+"\n", "passphrase", "set", "--passphrase-stdin"); r.code != cli.ExitOK {
-		t.Fatalf("passphrase set: %+v", r)
-	}
 	term := startInProcessTerminal(t, jo, "approve")
 	term.waitFor(t, "approve: approval passphrase: ")
 	term.press(t, livePass+"\r")

@@ -134,7 +134,11 @@ BEGIN
     IF v_event -> 'causation_id' IS NULL OR jsonb_typeof(v_event -> 'causation_id') = 'null' THEN
         v_event := v_event || jsonb_build_object('causation_id', trovesnap.event_cause(v_event));
     END IF;
-    PERFORM trovesnap.record_event(v_event);
+    -- A write's event is recorded, or the write does not happen: an id
+    -- already used (someone's event) must not leave a write unaudited.
+    IF NOT trovesnap.record_event(v_event) THEN
+        PERFORM trovesnap.fail('invalid_input:event', 'an event with this id is already recorded');
+    END IF;
     INSERT INTO trovesnap.idempotency_keys (tenant_id, client_id, tool, tool_major, key, fingerprint, result, event_id,
                                             created_at, expires_at)
     VALUES (p.tenant_id, p.client_id, p_tool, p_tool_major, p_key, p_fingerprint,
@@ -181,10 +185,14 @@ $$;
 -- blocks, failures, replays). The token decides whose event it is: with a
 -- token of a known client (whatever its status — a suspended client's
 -- refusals are audited too), the event is that client's, in its tenant;
--- with none, it is an anonymous event of no tenant. An unknown token is
--- client_not_registered. Anonymous events count in the public bucket's
--- `rejected` class, so the public key cannot flood the table. Idempotent
--- by event id: a retried flush records an event exactly once.
+-- with none, it is an anonymous event of no tenant. An unknown or revoked
+-- token is client_not_registered. An event is at most 64 KiB. Anonymous
+-- events count in the public bucket's `rejected` class; a client's count in
+-- its own `events` bucket, whose limit is its read and rejected limits
+-- together (every call that wrote nothing is one of those) — so neither the
+-- public key nor a token can flood the table. Idempotent by event id: a
+-- retried flush records an event exactly once, and an id already recorded
+-- for another tenant or client is refused, never silently kept.
 CREATE OR REPLACE FUNCTION public.mcp_append_event(p_event jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -193,12 +201,32 @@ DECLARE
     v_hash   text;
     p        trovesnap.principal;
     v_rate   jsonb;
+    v_lim    trovesnap.mcp_limits;
+    v_now    bigint := floor(extract(epoch FROM now()))::bigint;
+    v_count  integer;
     inserted boolean;
 BEGIN
     PERFORM trovesnap.begin_rpc('trovesnap_mcp');
+    IF octet_length(p_event::text) > 65536 THEN
+        PERFORM trovesnap.fail('invalid_input:event', 'an event is at most 64 KiB');
+    END IF;
     v_hash := trovesnap.request_credential_hash();
     IF v_hash IS NOT NULL THEN
         p := trovesnap.lookup_client(v_hash);
+        IF p.client_status <> 'suspended' THEN -- a suspended client's refusals are audited
+            PERFORM trovesnap.require_active(p);
+        END IF;
+        PERFORM set_config('trovesnap.system', 'on', true);
+        v_lim := trovesnap.effective_limits(p.tenant_id, p.client_id);
+        INSERT INTO trovesnap.rate_counters AS rc (bucket, class, window_start, count, tenant_id)
+        VALUES (p.client_id, 'events', v_now - v_now % 60, 1, p.tenant_id)
+        ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = rc.count + 1
+            WHERE rc.count < v_lim.read_calls_per_minute + v_lim.rejected_calls_per_minute
+        RETURNING rc.count INTO v_count;
+        PERFORM set_config('trovesnap.system', 'off', true);
+        IF v_count IS NULL THEN
+            PERFORM trovesnap.fail('rate_limited', 'events over the client''s limit');
+        END IF;
     ELSE
         v_rate := trovesnap.mcp_consume_rate(p_credential_hash => NULL, p_class => 'rejected');
         IF NOT (v_rate ->> 'allowed')::boolean THEN
@@ -208,6 +236,12 @@ BEGIN
     p_event := trovesnap.event_identity(p_event, p);
     PERFORM set_config('trovesnap.system', 'on', true);
     inserted := trovesnap.record_event(p_event);
+    IF NOT inserted AND NOT EXISTS (
+        SELECT 1 FROM trovesnap.plugin_events e
+        WHERE e.id = p_event ->> 'id' AND e.tenant_id = coalesce(p_event ->> 'tenant_id', '')
+          AND coalesce(e.body -> 'client' ->> 'id', '') = coalesce(p_event -> 'client' ->> 'id', '')) THEN
+        PERFORM trovesnap.fail('invalid_input:event', 'an event with this id is already recorded for another caller');
+    END IF;
     PERFORM set_config('trovesnap.system', 'off', true);
     RETURN jsonb_build_object('recorded', inserted);
 END

@@ -434,6 +434,16 @@ BEGIN
 
     -- 6: the ONE domain function.
     v_tool := trovesnap.action_tool(pr.action);
+    -- The event's approval and tool are what this transaction used, never
+    -- what the body claimed: the grant (a human's, or the policy's record),
+    -- its issuer, the proposal and its hash, the action's requirement.
+    SELECT * INTO g FROM trovesnap.approval_grants x WHERE x.id = v_used;
+    v_event := v_event || jsonb_build_object(
+        'tool', coalesce(v_event -> 'tool', '{}'::jsonb) || jsonb_build_object('name', p_tool),
+        'approval', jsonb_build_object('proposal_id', pr.id, 'approval_id', v_used,
+            'decision', CASE WHEN g.issuer_type = 'policy' THEN 'allowed_by_policy' ELSE 'allowed' END,
+            'requirement', v_tool[2], 'proposal_hash', pr.proposal_hash,
+            'issued_by', trovesnap.grant_json(g) -> 'issued_by'));
     v_related := trovesnap.empty_related() || jsonb_build_object('proposal_ids', jsonb_build_array(pr.id));
     CASE pr.action
     WHEN 'promote_candidate' THEN
