@@ -174,9 +174,15 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	if done["executed"] != true || done["simulated"] != false || len(items) != 1 {
 		t.Fatalf("promotion = %s", mustJSON(done))
 	}
+	// §41 step 12: the canonical item, and its provenance in the project.
 	item := ok("trove_get_item", call(t, cs, "trove_get_item", map[string]any{"item_id": items[0]}))
-	if !strings.Contains(mustJSON(item), candID) {
-		t.Fatalf("the item does not name the candidate it came from: %s", mustJSON(item))
+	if it, _ := item["item"].(map[string]any); it["sale_id"] != sale.ID || it["title"] != "Walnut secretary desk" {
+		t.Fatalf("item = %s", mustJSON(item))
+	}
+	var provCand, provProp string
+	if err := conn.QueryRow(ctx, "SELECT candidate_id, proposal_id FROM trovesnap.item_provenance WHERE item_id = $1", items[0]).Scan(&provCand, &provProp); err != nil ||
+		provCand != candID || provProp != pid {
+		t.Fatalf("provenance of %v: %s %s, %v", items[0], provCand, provProp, err)
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
@@ -206,5 +212,14 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 		if seen[want] != 1 {
 			t.Errorf("%s: %d events, want 1 (all: %v)", want, seen[want], seen)
 		}
+	}
+	// …and the seller verifies the tenant's hash chain from their machine.
+	r = jo.run("", "audit", "verify", "--json")
+	var rep struct {
+		Intact bool  `json:"intact"`
+		Events int64 `json:"events"`
+	}
+	if r.code != cli.ExitOK || json.Unmarshal([]byte(r.out), &rep) != nil || !rep.Intact || rep.Events < int64(len(seen)) {
+		t.Fatalf("audit verify: %+v", r)
 	}
 }
