@@ -44,6 +44,16 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 	}
 }
 
+// pageFields are a row's fields, each with its bit.
+var pageFields = func() map[string]uint16 {
+	m := map[string]uint16{}
+	for i, k := range []string{"seq", "id", "tenant_id", "correlation_id", "causation_id", "request_id", "server_request_id",
+		"tool_name", "outcome", "occurred_at", "prev_hash", "event_hash", "body"} {
+		m[k] = 1 << i
+	}
+	return m
+}()
+
 type pageScanner struct {
 	b []byte
 	i int
@@ -76,11 +86,11 @@ func (p *pageScanner) row(r *chainRow) error {
 	if !p.eat('{') {
 		return errPage
 	}
-	seen := 0
+	var seen uint16 // one bit per field
 	for first := true; ; first = false {
 		p.ws()
 		if p.eat('}') {
-			if seen != 13 {
+			if seen != 1<<13-1 {
 				return errPage // a field missing (or repeated)
 			}
 			return nil
@@ -100,7 +110,11 @@ func (p *pageScanner) row(r *chainRow) error {
 			return errPage
 		}
 		p.ws()
-		seen++
+		bit, ok := pageFields[key]
+		if !ok || seen&bit != 0 {
+			return errPage // unknown or repeated
+		}
+		seen |= bit
 		var dst *string
 		switch key {
 		case "seq":
