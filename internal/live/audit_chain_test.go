@@ -86,7 +86,19 @@ func chainFixture(t *testing.T) (*pgtest.Env, *live.Backend) {
 	}
 	sendEvents(t, b, fixtures.OtherTenantID, "o", 3)
 	sendEvents(t, b, fixtures.DemoTenantID, "b", 3)
-	sendEvents(t, b, "", "anon", 2)
+	// A tenantless event (one recorded before any client was known) has
+	// no client token to send it with: the database's own path records it.
+	// (Sent through mcp_append_event it would join the token's tenant.)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for i := range 2 {
+		if _, err := conn.Exec(ctx, "SELECT trovesnap.record_event($1::jsonb)", mustJSON(auditEvent("", fmt.Sprintf("anon%d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return env, b
 }
 

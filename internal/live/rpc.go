@@ -122,6 +122,10 @@ func (b *Backend) do(ctx context.Context, bearer, tok secret, fn string, args an
 		if out == nil {
 			return nil
 		}
+		if raw, ok := out.(*rawAnswer); ok {
+			*raw = data // the caller decodes it (seller_audit_chain's pages)
+			return nil
+		}
 		if err := json.Unmarshal(data, out); err != nil {
 			return b.unavailable(fn, fmt.Errorf("HTTP %d: undecodable answer: %v", resp.StatusCode, err))
 		}

@@ -74,23 +74,56 @@ func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec
 	if size <= 0 {
 		size = chainPage
 	}
+	fetch := func(after int64) ([]chainRow, error) {
+		var raw rawAnswer
+		if err := a.s.call(ctx, "seller_audit_chain", map[string]any{"p_tenant_id": a.tenant, "p_after_seq": after, "p_limit": size}, &raw); err != nil {
+			return nil, err
+		}
+		page, err := parseChainPage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("live: seller_audit_chain: %v: %w", err, domain.ErrUnavailable)
+		}
+		return page, nil
+	}
+	type result struct {
+		page []chainRow
+		err  error
+	}
+	page, err := fetch(afterSeq)
 	for {
-		var page []chainRow
-		if err := a.s.call(ctx, "seller_audit_chain", map[string]any{"p_tenant_id": a.tenant, "p_after_seq": afterSeq, "p_limit": size}, &page); err != nil {
+		if err != nil {
 			return err
+		}
+		// The next page is read while this one is verified: the database
+		// builds it while the verifier hashes.
+		var next chan result
+		if len(page) == size {
+			next = make(chan result, 1)
+			go func(after int64) {
+				p, err := fetch(after)
+				next <- result{p, err}
+			}(page[len(page)-1].Seq)
 		}
 		for _, r := range page {
 			if r.Seq <= afterSeq {
+				if next != nil {
+					<-next
+				}
 				return fmt.Errorf("live: seller_audit_chain: page out of order at seq %d: %w", r.Seq, domain.ErrUnavailable)
 			}
 			afterSeq = r.Seq
 			if err := fn(r.record()); err != nil {
+				if next != nil {
+					<-next
+				}
 				return err
 			}
 		}
-		if len(page) < size {
+		if next == nil {
 			return nil
 		}
+		res := <-next
+		page, err = res.page, res.err
 	}
 }
 
