@@ -156,8 +156,10 @@ BEGIN
 END
 $$;
 
--- policy_refusal (migration 28), plus: a maximum_items_per_run that is not
--- a whole number is a malformed policy, refused with a reason.
+-- policy_refusal (migration 28), plus: require_no_conflicts is judged on
+-- the validation derived from the current rows (derive_proposal, migration
+-- 32) as well as the stored one, and a maximum_items_per_run that is not a
+-- whole number is a malformed policy, refused with a reason.
 CREATE OR REPLACE FUNCTION trovesnap.policy_refusal(pol trovesnap.automation_policies, pr trovesnap.proposals) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
