@@ -37,11 +37,9 @@ DECLARE
     v_headers jsonb;
     v_token   text;
 BEGIN
-    BEGIN
-        v_headers := nullif(current_setting('request.headers', true), '')::jsonb;
-    EXCEPTION WHEN others THEN
-        RETURN NULL;
-    END;
+    -- PostgREST always sets valid JSON; anything else fails the call (no
+    -- EXCEPTION block: it would open a subtransaction on every RPC).
+    v_headers := nullif(current_setting('request.headers', true), '')::jsonb;
     IF jsonb_typeof(v_headers) IS DISTINCT FROM 'object' THEN
         RETURN NULL;
     END IF;
