@@ -152,6 +152,7 @@ func TestRPCRates_GateAnswersTheRPCsRefusal(t *testing.T) {
 		t.Fatalf("error = %v, want rate_limited with retry_after_seconds", first)
 	}
 	sameCounts(t, env, before, "a gate call over its limit, before its event is flushed")
+	eventsBefore := rateCounts(t, env, ownerClient)["events"]
 	if _, err := lg.st.FlushOutbox(ctx, lg.b, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,12 @@ func TestRPCRates_GateAnswersTheRPCsRefusal(t *testing.T) {
 	}
 	after := counts(t, env)
 	after["plugin_events"]--
-	if before["rate_counters"] < after["rate_counters"] { // the event's own count in the client's events bucket
+	// The event's own count in the client's events bucket (a new row when
+	// the bucket had none this minute), and nothing else.
+	if got := rateCounts(t, env, ownerClient)["events"]; got != eventsBefore+1 {
+		t.Fatalf("events bucket %d → %d, want one more", eventsBefore, got)
+	}
+	if eventsBefore == 0 {
 		after["rate_counters"]--
 	}
 	if !maps.Equal(before, after) {
