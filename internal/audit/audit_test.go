@@ -108,9 +108,14 @@ func TestVerify_DetectsAndNamesEachTampering(t *testing.T) {
 			c[2].Body = []byte(strings.Replace(string(c[2].Body), "mcp_req_3", "mcp_req_X", 1))
 			return c
 		}, audit.ProblemModified, "event_3", "no longer matches its hash"},
-		"body no longer JSON":    {func(c chain) chain { c[3].Body = c[3].Body[:len(c[3].Body)-1]; return c }, audit.ProblemModified, "event_4", "no longer the JSON"},
-		"edit an indexed column": {func(c chain) chain { c[3].CorrelationID = "corr_hidden"; return c }, audit.ProblemModified, "event_4", "correlation_id column"},
-		"delete a row":           {func(c chain) chain { return slices.Delete(c, 2, 3) }, audit.ProblemDeleted, "event_4", "missing"},
+		"body no longer JSON":       {func(c chain) chain { c[3].Body = c[3].Body[:len(c[3].Body)-1]; return c }, audit.ProblemModified, "event_4", "no longer the JSON"},
+		"edit an indexed column":    {func(c chain) chain { c[3].CorrelationID = "corr_hidden"; return c }, audit.ProblemModified, "event_4", "correlation_id column"},
+		"edit the causation column": {func(c chain) chain { c[3].CausationID = "event_1"; return c }, audit.ProblemModified, "event_4", "causation_id column"},
+		"move the time by a microsecond": {func(c chain) chain {
+			c[3].OccurredAt = at.Add(time.Microsecond).Format(time.RFC3339Nano)
+			return c
+		}, audit.ProblemModified, "event_4", "occurred_at column"},
+		"delete a row": {func(c chain) chain { return slices.Delete(c, 2, 3) }, audit.ProblemDeleted, "event_4", "missing"},
 		"reorder two rows": {func(c chain) chain {
 			c[2].Seq, c[3].Seq = c[3].Seq, c[2].Seq
 			c[2], c[3] = c[3], c[2]
@@ -294,5 +299,47 @@ func TestSetupOTel_ExportsOverOTLPHTTP(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(paths, "/v1/traces") || !slices.Contains(paths, "/v1/metrics") {
 		t.Errorf("collector saw %v", paths)
+	}
+}
+
+// bodyOnly is a chain whose store keeps causation_id in the body only.
+type bodyOnly struct{ chain }
+
+func (bodyOnly) BodyOnlyColumns() []string { return []string{"causation_id"} }
+
+// A time column agrees to the microsecond (Postgres rounds the body's
+// nanoseconds), and a source with no causation_id column sends none and is
+// not compared on it; any other column still is.
+func TestVerify_ColumnPrecisionAndBodyOnlyColumns(t *testing.T) {
+	cause := "event_0"
+	ev := domain.Event{ID: "event_1", TenantID: "tenant_a", CausationID: &cause, Outcome: domain.OutcomeSuccess,
+		OccurredAt: at.Add(123456789)} // .123456789
+	base := chain{record(t, 1, ev, "")}
+	for _, c := range []struct {
+		name   string
+		src    audit.ChainSource
+		edit   func(r *domain.ChainRecord)
+		intact bool
+	}{
+		{"rounded up", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123457+00:00" }, true},
+		{"truncated", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123456Z" }, true},
+		{"another zone", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T02:00:00.123457+02:00" }, true},
+		{"a microsecond off", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123455Z" }, false},
+		{"no causation column, none sent", bodyOnly{base}, func(r *domain.ChainRecord) { r.CausationID = "" }, true},
+		{"no causation column, another column edited", bodyOnly{base}, func(r *domain.ChainRecord) { r.CausationID, r.Outcome = "", "failed" }, false},
+		{"a causation column, emptied", base, func(r *domain.ChainRecord) { r.CausationID = "" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := base[0]
+			c.edit(&rec)
+			var src audit.ChainSource = chain{rec}
+			if _, ok := c.src.(bodyOnly); ok {
+				src = bodyOnly{chain{rec}}
+			}
+			rep, err := audit.Verify(context.Background(), src, audit.VerifyOptions{})
+			if err != nil || rep.Intact != c.intact || (!c.intact && (rep.First == nil || rep.First.Kind != audit.ProblemModified)) {
+				t.Fatalf("report %+v, first %+v, %v; want intact=%v", rep, rep.First, err, c.intact)
+			}
+		})
 	}
 }
