@@ -11,45 +11,141 @@ type rawAnswer []byte
 
 var errPage = errors.New("malformed seller_audit_chain page")
 
-// parseChainPage decodes a seller_audit_chain answer — a JSON array of
-// flat objects whose values are strings, integers and the body object —
-// in one pass, keeping each body as the bytes sent (a sub-slice of page).
-// encoding/json validates and then decodes, two passes over every body;
-// on 100,000 events that was most of `audit verify`'s time. Anything
-// unexpected is an error, never a guess.
+// parseChainPage decodes a seller_audit_chain answer: one object of
+// columns, each an array with one value per event in seq order — seq,
+// id, tenant_id, correlation_id, request_id, server_request_id,
+// tool_name, outcome, occurred_at, prev_hash, event_hash, body_bytes and,
+// last, body — or {} for no events. A body is kept as the bytes sent (a
+// sub-slice of page), cut at its body_bytes length, so the hundred
+// megabytes of a long chain are not scanned byte by byte; a wrong length
+// only cuts a body the verifier then reports. A row has no causation_id
+// (no column holds it: see SellerAudit.BodyOnlyColumns), and its
+// occurred_at is the column's timestamp, to the microsecond. Anything unexpected is an error, never a guess.
 func parseChainPage(page []byte) ([]chainRow, error) {
 	p := pageScanner{b: page}
-	var rows []chainRow
 	p.ws()
-	if !p.eat('[') {
+	if !p.eat('{') {
 		return nil, errPage
 	}
-	p.ws()
-	if p.eat(']') {
-		return rows, p.end()
-	}
-	for {
-		var r chainRow
-		if err := p.row(&r); err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
+	var (
+		rows  []chainRow
+		sizes []int
+		seen  uint16
+		n     = -1 // events in the page, from the first column
+	)
+	for first := true; ; first = false {
 		p.ws()
-		if p.eat(']') {
+		if p.eat('}') {
+			if seen == 0 {
+				return nil, p.end() // no events
+			}
+			if seen != 1<<len(pageColumns)-1 {
+				return nil, errPage // a column missing
+			}
 			return rows, p.end()
 		}
-		if !p.eat(',') {
+		if !first && !p.eat(',') {
 			return nil, errPage
+		}
+		p.ws()
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.ws()
+		if !p.eat(':') {
+			return nil, errPage
+		}
+		col, ok := pageColumns[key]
+		if !ok || seen&(1<<col) != 0 || (key == "body" && seen&(1<<pageColumns["body_bytes"]) == 0) {
+			return nil, errPage // unknown, repeated, or the body before its lengths
+		}
+		seen |= 1 << col
+		p.ws()
+		if !p.eat('[') {
+			return nil, errPage
+		}
+		k := 0
+		for ; ; k++ {
+			p.ws()
+			if p.eat(']') {
+				break
+			}
+			if k > 0 {
+				if !p.eat(',') {
+					return nil, errPage
+				}
+				p.ws()
+			}
+			if n < 0 {
+				rows = append(rows, chainRow{})
+			} else if k >= n {
+				return nil, errPage // a longer column
+			}
+			r := &rows[k]
+			var dst *string
+			switch key {
+			case "seq", "body_bytes":
+				v, err := p.int()
+				if err != nil {
+					return nil, err
+				}
+				if key == "seq" {
+					r.Seq = v
+					continue
+				}
+				if v < 2 || v > int64(len(p.b)) {
+					return nil, errPage
+				}
+				sizes = append(sizes, int(v))
+				continue
+			case "body":
+				end := p.i + sizes[k]
+				if end > len(p.b) || p.b[p.i] != '{' || p.b[end-1] != '}' {
+					return nil, errPage
+				}
+				r.Body = json.RawMessage(p.b[p.i:end])
+				p.i = end
+				continue
+			case "id":
+				dst = &r.ID
+			case "tenant_id":
+				dst = &r.TenantID
+			case "correlation_id":
+				dst = &r.CorrelationID
+			case "request_id":
+				dst = &r.RequestID
+			case "server_request_id":
+				dst = &r.ServerRequestID
+			case "tool_name":
+				dst = &r.ToolName
+			case "outcome":
+				dst = &r.Outcome
+			case "occurred_at":
+				dst = &r.OccurredAt
+			case "prev_hash":
+				dst = &r.PrevHash
+			case "event_hash":
+				dst = &r.EventHash
+			}
+			if *dst, err = p.str(); err != nil {
+				return nil, err
+			}
+		}
+		if n < 0 {
+			n = k
+		} else if k != n {
+			return nil, errPage // a shorter column
 		}
 	}
 }
 
-// pageFields are a row's fields, each with its bit.
-var pageFields = func() map[string]uint16 {
-	m := map[string]uint16{}
-	for i, k := range []string{"seq", "id", "tenant_id", "correlation_id", "causation_id", "request_id", "server_request_id",
-		"tool_name", "outcome", "occurred_at", "prev_hash", "event_hash", "body"} {
-		m[k] = 1 << i
+// pageColumns are a page's columns, each with its bit.
+var pageColumns = func() map[string]uint {
+	m := map[string]uint{}
+	for i, k := range []string{"seq", "id", "tenant_id", "correlation_id", "request_id", "server_request_id",
+		"tool_name", "outcome", "occurred_at", "prev_hash", "event_hash", "body_bytes", "body"} {
+		m[k] = uint(i)
 	}
 	return m
 }()
@@ -81,87 +177,17 @@ func (p *pageScanner) end() error {
 	return nil
 }
 
-func (p *pageScanner) row(r *chainRow) error {
-	p.ws()
-	if !p.eat('{') {
-		return errPage
+// int reads a JSON integer.
+func (p *pageScanner) int() (int64, error) {
+	j := p.i
+	for p.i < len(p.b) && (p.b[p.i] == '-' || (p.b[p.i] >= '0' && p.b[p.i] <= '9')) {
+		p.i++
 	}
-	var seen uint16 // one bit per field
-	for first := true; ; first = false {
-		p.ws()
-		if p.eat('}') {
-			if seen != 1<<13-1 {
-				return errPage // a field missing (or repeated)
-			}
-			return nil
-		}
-		if !first {
-			if !p.eat(',') {
-				return errPage
-			}
-			p.ws()
-		}
-		key, err := p.str()
-		if err != nil {
-			return err
-		}
-		p.ws()
-		if !p.eat(':') {
-			return errPage
-		}
-		p.ws()
-		bit, ok := pageFields[key]
-		if !ok || seen&bit != 0 {
-			return errPage // unknown or repeated
-		}
-		seen |= bit
-		var dst *string
-		switch key {
-		case "seq":
-			j := p.i
-			for p.i < len(p.b) && (p.b[p.i] == '-' || (p.b[p.i] >= '0' && p.b[p.i] <= '9')) {
-				p.i++
-			}
-			if r.Seq, err = strconv.ParseInt(string(p.b[j:p.i]), 10, 64); err != nil {
-				return errPage
-			}
-			continue
-		case "body":
-			j := p.i
-			if err := p.skip(); err != nil {
-				return err
-			}
-			r.Body = json.RawMessage(p.b[j:p.i])
-			continue
-		case "id":
-			dst = &r.ID
-		case "tenant_id":
-			dst = &r.TenantID
-		case "correlation_id":
-			dst = &r.CorrelationID
-		case "causation_id":
-			dst = &r.CausationID
-		case "request_id":
-			dst = &r.RequestID
-		case "server_request_id":
-			dst = &r.ServerRequestID
-		case "tool_name":
-			dst = &r.ToolName
-		case "outcome":
-			dst = &r.Outcome
-		case "occurred_at":
-			dst = &r.OccurredAt
-		case "prev_hash":
-			dst = &r.PrevHash
-		case "event_hash":
-			dst = &r.EventHash
-		default:
-			return errPage
-		}
-		if *dst, err = p.str(); err != nil {
-			return err
-		}
+	v, err := strconv.ParseInt(string(p.b[j:p.i]), 10, 64)
+	if err != nil {
+		return 0, errPage
 	}
+	return v, nil
 }
 
 // str reads a JSON string (null is refused: the RPC sends none).

@@ -111,10 +111,16 @@ func (b *Backend) do(ctx context.Context, bearer, tok secret, fn string, args an
 		return b.unavailable(fn, err)
 	}
 	defer drain(resp.Body)
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
+	// An answer of known length is read into one buffer of its size (a
+	// chain page is megabytes; growing by doubling copied it several times).
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxAnswer {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxAnswer+1)); err != nil {
 		return b.unavailable(fn, err)
 	}
+	data := buf.Bytes()
 	if len(data) > maxAnswer {
 		return b.unavailable(fn, errors.New("answer too large"))
 	}
