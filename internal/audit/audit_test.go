@@ -307,8 +307,8 @@ type bodyOnly struct{ chain }
 
 func (bodyOnly) BodyOnlyColumns() []string { return []string{"causation_id"} }
 
-// A time column agrees to the microsecond (Postgres rounds the body's
-// nanoseconds), and a source with no causation_id column sends none and is
+// A time column agrees within half a microsecond (Postgres rounds the
+// body's nanoseconds to the nearest one), and a source with no causation_id column sends none and is
 // not compared on it; any other column still is.
 func TestVerify_ColumnPrecisionAndBodyOnlyColumns(t *testing.T) {
 	cause := "event_0"
@@ -322,7 +322,7 @@ func TestVerify_ColumnPrecisionAndBodyOnlyColumns(t *testing.T) {
 		intact bool
 	}{
 		{"rounded up", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123457+00:00" }, true},
-		{"truncated", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123456Z" }, true},
+		{"truncated, 789 ns off", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123456Z" }, false},
 		{"another zone", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T02:00:00.123457+02:00" }, true},
 		{"a microsecond off", base, func(r *domain.ChainRecord) { r.OccurredAt = "2026-06-20T00:00:00.123455Z" }, false},
 		{"no causation column, none sent", bodyOnly{base}, func(r *domain.ChainRecord) { r.CausationID = "" }, true},
@@ -341,5 +341,31 @@ func TestVerify_ColumnPrecisionAndBodyOnlyColumns(t *testing.T) {
 				t.Fatalf("report %+v, first %+v, %v; want intact=%v", rep, rep.First, err, c.intact)
 			}
 		})
+	}
+}
+
+// exact is a chain whose source sends the very bytes that were hashed.
+type exact struct{ chain }
+
+func (exact) ExactBodies() bool { return true }
+
+// A body re-serialised to other bytes of the same JSON verifies from a
+// source that canonicalises (the embedded store's contract) but is modified
+// from one that sends the hashed bytes themselves: a reader there is shown
+// the bytes, not their canonical form.
+func TestVerify_ExactBodiesRefuseAnotherForm(t *testing.T) {
+	r := record(t, 1, domain.Event{ID: "event_1", TenantID: "tenant_a", Outcome: domain.OutcomeSuccess, OccurredAt: at}, "")
+	r.Body = []byte(strings.Replace(string(r.Body), ",", ", ", -1))
+	if rep, err := audit.Verify(context.Background(), chain{r}, audit.VerifyOptions{}); err != nil || !rep.Intact {
+		t.Fatalf("canonicalising source: %+v, %v", rep, err)
+	}
+	rep, err := audit.Verify(context.Background(), exact{chain{r}}, audit.VerifyOptions{})
+	if err != nil || rep.Intact || rep.First == nil || rep.First.Kind != audit.ProblemModified || rep.First.EventID != "event_1" {
+		t.Fatalf("exact source: %+v, %v", rep, err)
+	}
+	// And the hashed bytes themselves verify from it.
+	if rep, err := audit.Verify(context.Background(), exact{chain{record(t, 1, domain.Event{ID: "event_1", TenantID: "tenant_a",
+		Outcome: domain.OutcomeSuccess, OccurredAt: at}, "")}}, audit.VerifyOptions{}); err != nil || !rep.Intact {
+		t.Fatalf("exact source, hashed bytes: %+v, %v", rep, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,11 +268,13 @@ func TestAuditChain_TamperIsDetected(t *testing.T) {
 			return []string{`UPDATE trovesnap.plugin_events SET body = jsonb_set(body, '{outcome}', '"failed"'),
 				body_jcs = trovesnap.audit_jcs(jsonb_set(body, '{outcome}', '"failed"'))::json WHERE id = 'event_a1'`}
 		}, audit.ProblemModified, "event_a1"},
-		{"edited body, no text", false, func(*testing.T, *pgtest.Env) []string {
-			// Without its text the row is read as a legacy row, whose jsonb
-			// body is canonicalised: the edit shows all the same.
-			return []string{`UPDATE trovesnap.plugin_events SET body = jsonb_set(body, '{outcome}', '"failed"'), body_jcs = NULL
-				WHERE id = 'event_a1'`}
+		{"re-serialised text", false, func(*testing.T, *pgtest.Env) []string {
+			// The same JSON in other bytes: what a reader is shown is no
+			// longer what was hashed.
+			return []string{`UPDATE trovesnap.plugin_events SET body_jcs = replace(body_jcs::text, ',', ', ')::json WHERE id = 'event_a1'`}
+		}, audit.ProblemModified, "event_a1"},
+		{"time moved by a microsecond", false, func(*testing.T, *pgtest.Env) []string {
+			return []string{`UPDATE trovesnap.plugin_events SET occurred_at = occurred_at - interval '1 microsecond' WHERE id = 'event_a1'`}
 		}, audit.ProblemModified, "event_a1"},
 		{"edited column", false, func(*testing.T, *pgtest.Env) []string {
 			return []string{`UPDATE trovesnap.plugin_events SET correlation_id = 'corr_hidden' WHERE id = 'event_a2'`}
@@ -290,15 +293,16 @@ func TestAuditChain_TamperIsDetected(t *testing.T) {
 			}
 		}, audit.ProblemReordered, "event_b1"},
 		{"inserted unchained event", false, func(*testing.T, *pgtest.Env) []string {
-			return []string{`INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body)
-				SELECT 'event_forged', tenant_id, correlation_id, tool_name, outcome, occurred_at, body || '{"id":"event_forged"}'
+			return []string{`INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body, body_jcs)
+				SELECT 'event_forged', tenant_id, correlation_id, tool_name, outcome, occurred_at, body || '{"id":"event_forged"}',
+				trovesnap.audit_jcs(body || '{"id":"event_forged"}')::json
 				FROM trovesnap.plugin_events WHERE id = 'event_b2'`}
 		}, audit.ProblemInserted, "event_forged"},
 		{"duplicated event", false, func(*testing.T, *pgtest.Env) []string {
 			return []string{`INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, request_id, server_request_id, tool_name,
-				outcome, occurred_at, body, prev_hash, event_hash)
+				outcome, occurred_at, body, body_jcs, prev_hash, event_hash)
 				SELECT 'event_copy', tenant_id, correlation_id, request_id, server_request_id, tool_name, outcome, occurred_at, body,
-				prev_hash, event_hash FROM trovesnap.plugin_events WHERE id = 'event_a0'`}
+				body_jcs, prev_hash, event_hash FROM trovesnap.plugin_events WHERE id = 'event_a0'`}
 		}, audit.ProblemDuplicated, "event_copy"},
 		{"truncated chain", true, func(*testing.T, *pgtest.Env) []string {
 			return []string{`DELETE FROM trovesnap.plugin_events WHERE id = 'event_b2'`}
@@ -541,4 +545,54 @@ func BenchmarkLive_AuditVerify100k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/verify")
+}
+
+// A row recorded since migration 36 keeps its text: emptying it (so that
+// the row would be read as a legacy one, from its jsonb body) or editing
+// only the jsonb body is refused by a CHECK, and nothing changes. An event
+// whose time is not RFC 3339 is refused when recorded, so no event can
+// stand in the chain as "modified" and hide the problems after it.
+func TestAuditChain_TextIsKeptAndTimesAreRFC3339(t *testing.T) {
+	env, b := chainFixture(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var before string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(md5(e::text), ',' ORDER BY seq) FROM trovesnap.plugin_events e`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`UPDATE trovesnap.plugin_events SET body_jcs = NULL WHERE id = 'event_a1'`,
+		`UPDATE trovesnap.plugin_events SET body = jsonb_set(body, '{outcome}', '"failed"') WHERE id = 'event_a1'`,
+	} {
+		_, err := conn.Exec(ctx, "SET session_replication_role = replica; "+stmt)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "23514" {
+			t.Errorf("%s: %v, want a check_violation", stmt, err)
+		}
+	}
+	for _, at := range []string{"epoch", "infinity", "2026-12-02 01:00:00+00", "2026-12-02t01:00:00z", "2026-12-02T01:00:60Z"} {
+		ev := auditEvent(fixtures.DemoTenantID, "bad_time")
+		body := strings.Replace(mustJSON(ev), `"occurred_at":"`+ev.OccurredAt.Format(time.RFC3339Nano)+`"`, `"occurred_at":"`+at+`"`, 1)
+		if !strings.Contains(body, at) {
+			t.Fatalf("the body names no time to replace: %s", body)
+		}
+		_, err := conn.Exec(ctx, "SELECT trovesnap.record_event($1::jsonb)", body)
+		if err == nil || !strings.Contains(err.Error(), "invalid_input:event") {
+			t.Errorf("occurred_at %q: %v, want invalid_input:event", at, err)
+		}
+	}
+	var after string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(md5(e::text), ',' ORDER BY seq) FROM trovesnap.plugin_events e`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Fatal("a refused statement changed the events")
+	}
+	if rep := verifyAs(t, env, fixtures.DemoUserID, fixtures.DemoTenantID, nil); !rep.Intact {
+		t.Fatalf("after the refusals: %+v", rep.Problems)
+	}
+	_ = b
 }

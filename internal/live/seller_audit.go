@@ -29,6 +29,9 @@ type SellerAudit struct {
 // answer cap.
 const chainPage = 10000
 
+// maxChainPage is seller_audit_chain's cap on a page.
+const maxChainPage = 20000
+
 // eventsPage is seller_audit_events' cap per call.
 const eventsPage = 1000
 
@@ -71,6 +74,11 @@ func (r chainRow) record() domain.ChainRecord {
 // sends none and the verifier has no column to compare.
 func (a *SellerAudit) BodyOnlyColumns() []string { return []string{"causation_id"} }
 
+// ExactBodies: seller_audit_chain sends each body as the text its hash
+// covers (migration 36; rows from before it canonicalised in SQL), so a
+// body that does not hash as sent is modified.
+func (a *SellerAudit) ExactBodies() bool { return true }
+
 // chainFetchers is how many pages ScanChain reads at once: the database
 // builds pages while the verifier hashes one (3 was fastest on two cores
 // with the database on the same machine; 4 gained nothing).
@@ -85,7 +93,8 @@ const chainFetchers = 3
 // meanwhile) ends that plan, and the scan goes on from the page's last
 // event one page at a time, as it does after the last mark.
 func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec domain.ChainRecord) error) error {
-	size := a.PageSize
+	// A page is full at the size the RPC answers: it caps p_limit.
+	size := min(a.PageSize, maxChainPage)
 	if size <= 0 {
 		size = chainPage
 	}

@@ -48,6 +48,21 @@ ALTER TABLE trovesnap.plugin_events
     ADD CONSTRAINT plugin_events_body_jcs_is_body CHECK (body_jcs IS NULL OR body_jcs::jsonb = body),
     SET (toast_tuple_target = 8160);
 
+-- Every row from here on carries its text: a row without one is read as a
+-- legacy row and canonicalised from its jsonb body, so emptying the text of
+-- a new row (and editing the body below float precision) must be refused,
+-- not left to the reader. The rows before this migration are the only ones
+-- allowed none.
+DO $$
+BEGIN
+    PERFORM set_config('trovesnap.system', 'on', true); -- every tenant's rows
+    EXECUTE format('ALTER TABLE trovesnap.plugin_events ADD CONSTRAINT plugin_events_body_jcs_kept
+                    CHECK (body_jcs IS NOT NULL OR seq <= %s)',
+                   (SELECT coalesce(max(seq), 0) FROM trovesnap.plugin_events));
+    PERFORM set_config('trovesnap.system', 'off', true);
+END
+$$;
+
 -- audit_jcs_bmp is audit_jcs_value for a body without a character above
 -- U+FFFF. Two levels are written in one statement; deeper containers
 -- recurse. (A PL/pgSQL call per container dominated. Writing a third level
@@ -134,6 +149,12 @@ BEGIN
     END IF;
     IF coalesce(p_body ->> 'occurred_at', '') = '' OR p_body ->> 'occurred_at' LIKE '0001-01-01%' THEN
         p_body := p_body || jsonb_build_object('occurred_at', trovesnap.ts(now()));
+    END IF;
+    -- RFC 3339 only, as the verifier parses it: Postgres also reads
+    -- 'epoch', 'infinity' or a space for the T, and such an event would
+    -- verify as modified, hiding every later problem of its chain.
+    IF p_body ->> 'occurred_at' !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$' THEN
+        PERFORM trovesnap.fail('invalid_input:event', 'occurred_at must be an RFC 3339 time');
     END IF;
     v_ten := coalesce(p_body ->> 'tenant_id', '');
     -- A replayed id records nothing: answer before any other work.
