@@ -52,8 +52,8 @@ func insertProposal(t *testing.T, env *pgtest.Env, edit func(*domain.Proposal)) 
 		p.CreatedAt, p.ExpiresAt, p.Status); err != nil {
 		t.Fatalf("insert proposal: %v", err)
 	}
-	if _, err := conn.Exec(ctx, `INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body)
-		VALUES ($1, $2, $3, $4, 'success', $5, $6)`, evID, p.TenantID, p.CorrelationID, "trove_propose_candidate_promotion", p.CreatedAt, string(ev)); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body, body_jcs)
+		VALUES ($1, $2, $3, $4, 'success', $5, trovesnap.audit_jcs($6::jsonb)::jsonb, trovesnap.audit_jcs($6::jsonb)::json)`, evID, p.TenantID, p.CorrelationID, "trove_propose_candidate_promotion", p.CreatedAt, string(ev)); err != nil {
 		t.Fatalf("insert event: %v", err)
 	}
 	return p

@@ -69,8 +69,8 @@ func storedProposal(t *testing.T, env *pgtest.Env, tenantID string, created, exp
 		p.ID, tenantID, p.Tool.Name, p.Action, client, actor, p.CorrelationID, string(body), p.Hash, created, expires, status); err != nil {
 		t.Fatalf("insert proposal: %v", err)
 	}
-	if _, err := conn.Exec(ctx, `INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body)
-		VALUES ($1, $2, $3, $4, 'success', $5, $6)`, eventID, tenantID, p.CorrelationID, "trove_propose_candidate_promotion", created, string(ev)); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO trovesnap.plugin_events (id, tenant_id, correlation_id, tool_name, outcome, occurred_at, body, body_jcs)
+		VALUES ($1, $2, $3, $4, 'success', $5, trovesnap.audit_jcs($6::jsonb)::jsonb, trovesnap.audit_jcs($6::jsonb)::json)`, eventID, tenantID, p.CorrelationID, "trove_propose_candidate_promotion", created, string(ev)); err != nil {
 		t.Fatalf("insert event: %v", err)
 	}
 	return p, eventID

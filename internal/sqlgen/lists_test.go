@@ -67,6 +67,7 @@ func heldLists() []heldList {
 		{"function public.mcp_draft_listing_copy", "coalesce(v_tone, '')", domain.DraftTones, ""},
 		{"function trovesnap.media_input", "coalesce(p_media ->> 'mime_type', '')", domain.MediaTypes, ""},
 		{"function public.mcp_consume_rate", "coalesce(p_class, '')", domain.LimitClasses(), ""},
+		{"function trovesnap.mcp_consume_rate", "coalesce(p_class, '')", domain.LimitClasses(), ""},
 		{"function trovesnap.check_item_proposal", "v_act", domain.DispositionActions(), ""},
 		{"function public.mcp_create_proposal", "v_facts ->> 'status'", domain.ExportDeliverableStatuses(), ""},
 		{"function trovesnap.mcp_create_proposal", "v_facts ->> 'status'", domain.ExportDeliverableStatuses(), ""},

@@ -1,5 +1,6 @@
 -- trovesnap live mode, migration 36: each event keeps the exact text its
--- chain hash covers (issue 15's speed targets).
+-- chain hash covers, and the rate count resolves the caller once (issue
+-- 15's speed targets).
 --
 -- Migration 30 hashed JCS(body) but stored only the jsonb body, so every
 -- reader of the chain paid for the canonical form again: `audit verify`
@@ -65,9 +66,11 @@ $$;
 
 -- audit_jcs_bmp is audit_jcs_value for a body without a character above
 -- U+FFFF. Two levels are written in one statement; deeper containers
--- recurse. (A PL/pgSQL call per container dominated. Writing a third level
--- inline, or all levels in one expression, was slower still: every
--- execution starts each subquery of the statement, taken or not.)
+-- recurse, except an empty array or one of a single string, which jsonb
+-- prints in its canonical form (most of a gate event's arrays). (A PL/pgSQL
+-- call per container dominated. Writing a third level inline, or all
+-- levels in one expression, was slower still: every execution starts each
+-- subquery of the statement, taken or not.)
 CREATE FUNCTION trovesnap.audit_jcs_bmp(p jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT
     AS $$
@@ -79,7 +82,10 @@ BEGIN
                         WHEN 'object' THEN '{' || coalesce((SELECT string_agg(to_json(f.key)::text || ':' ||
                                 CASE jsonb_typeof(f.value)
                                     WHEN 'object' THEN trovesnap.audit_jcs_bmp(f.value)
-                                    WHEN 'array' THEN trovesnap.audit_jcs_bmp(f.value)
+                                    WHEN 'array' THEN CASE WHEN jsonb_array_length(f.value) = 0 THEN '[]'
+                                                           WHEN jsonb_array_length(f.value) = 1 AND jsonb_typeof(f.value -> 0) = 'string'
+                                                           THEN '[' || (f.value -> 0)::text || ']'
+                                                           ELSE trovesnap.audit_jcs_bmp(f.value) END
                                     WHEN 'number' THEN CASE WHEN strpos((f.value::numeric::float8)::text, 'e') = 0
                                                             THEN (f.value::numeric::float8)::text
                                                             ELSE trovesnap.audit_jcs_number(f.value::numeric::float8) END
@@ -88,7 +94,10 @@ BEGIN
                         WHEN 'array' THEN '[' || coalesce((SELECT string_agg(
                                 CASE jsonb_typeof(f.value)
                                     WHEN 'object' THEN trovesnap.audit_jcs_bmp(f.value)
-                                    WHEN 'array' THEN trovesnap.audit_jcs_bmp(f.value)
+                                    WHEN 'array' THEN CASE WHEN jsonb_array_length(f.value) = 0 THEN '[]'
+                                                           WHEN jsonb_array_length(f.value) = 1 AND jsonb_typeof(f.value -> 0) = 'string'
+                                                           THEN '[' || (f.value -> 0)::text || ']'
+                                                           ELSE trovesnap.audit_jcs_bmp(f.value) END
                                     WHEN 'number' THEN CASE WHEN strpos((f.value::numeric::float8)::text, 'e') = 0
                                                             THEN (f.value::numeric::float8)::text
                                                             ELSE trovesnap.audit_jcs_number(f.value::numeric::float8) END
@@ -250,10 +259,114 @@ BEGIN
 END
 $$;
 
-SELECT trovesnap.revoke_execute(ARRAY['audit_jcs_bmp', 'audit_jcs', 'record_event', 'audit_chain_json', 'seller_audit_chain',
-    'seller_audit_chain_marks']);
-SELECT trovesnap.grant_execute('authenticated', ARRAY['public.seller_audit_chain(text, bigint, integer)',
-    'public.seller_audit_chain_marks(text, bigint, integer)']);
+-- The rate count of every MCP RPC (migration 34's count_rpc) went through
+-- mcp_consume_rate, which resolves the whole principal (membership, sale
+-- scope) that the RPC's body then resolves again, and cleared the bucket's
+-- old windows on every call. rate_take is the count itself, once, for
+-- both; count_rpc finds only the client's id and tenant; old windows are
+-- cleared when a window's first call inserts its row.
+CREATE FUNCTION trovesnap.rate_take(p_bucket text, p_tenant text, p_client text, p_class text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now    bigint := floor(extract(epoch FROM now()))::bigint;
+    v_window bigint;
+    v_limit  integer;
+    v_count  integer;
+    v_new    boolean;
+    l        trovesnap.mcp_limits;
+BEGIN
+    l := trovesnap.effective_limits(p_tenant, p_client);
+    v_limit := CASE p_class WHEN 'reads' THEN l.read_calls_per_minute
+                            WHEN 'candidate_writes' THEN l.candidate_writes_per_minute
+                            WHEN 'proposals' THEN l.proposals_per_minute
+                            WHEN 'rejected' THEN l.rejected_calls_per_minute
+                            ELSE l.controlled_actions_per_minute END;
+    v_window := v_now - v_now % 60;
+    IF v_limit > 0 THEN
+        INSERT INTO trovesnap.rate_counters AS rc (bucket, class, window_start, count, tenant_id)
+        VALUES (p_bucket, p_class, v_window, 1, p_tenant)
+        ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = rc.count + 1 WHERE rc.count < v_limit
+        RETURNING rc.count, rc.xmax = 0 INTO v_count, v_new;
+        IF v_new THEN
+            DELETE FROM trovesnap.rate_counters WHERE bucket = p_bucket AND class = p_class AND window_start < v_window;
+        END IF;
+    END IF;
+    RETURN jsonb_build_object('allowed', v_count IS NOT NULL, 'class', p_class, 'limit', v_limit,
+                              'retry_after_seconds', v_window + 60 - v_now);
+END
+$$;
+
+-- mcp_consume_rate: as before (the review-limits migration), counting
+-- through rate_take.
+CREATE OR REPLACE FUNCTION trovesnap.mcp_consume_rate(p_credential_hash text, p_class text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    p        trovesnap.principal;
+    v_bucket text := 'public';
+    v_tenant text;
+    v_client text;
+BEGIN
+    PERFORM trovesnap.begin_rpc('trovesnap_mcp');
+    IF coalesce(p_class, '') NOT IN ('reads', 'candidate_writes', 'proposals', 'controlled_actions', 'rejected') THEN
+        PERFORM trovesnap.fail('invalid_input:class', 'unknown limit class');
+    END IF;
+    IF coalesce(p_credential_hash, '') <> '' THEN
+        p := trovesnap.lookup_client(p_credential_hash);
+        v_bucket := p.client_id;
+        v_tenant := p.tenant_id;
+        v_client := p.client_id;
+        PERFORM set_config('trovesnap.tenant_id', p.tenant_id, true);
+    END IF;
+    RETURN trovesnap.rate_take(v_bucket, v_tenant, v_client, p_class);
+END
+$$;
+
+-- count_rpc: as before (migration 34), with the client's id and tenant
+-- read in one statement (an unknown token is client_not_registered, as
+-- lookup_client answers it; status and permissions are the body's to
+-- check).
+CREATE OR REPLACE FUNCTION trovesnap.count_rpc(p_fn text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_class  text := trovesnap.rpc_rate_class(p_fn);
+    v_hash   text;
+    v_client text;
+    v_tenant text;
+    v_rate   jsonb;
+BEGIN
+    IF v_class IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM trovesnap.begin_rpc('trovesnap_mcp');
+    v_hash := trovesnap.request_credential_hash();
+    IF v_hash IS NULL THEN
+        v_rate := trovesnap.rate_take('public', NULL, NULL, v_class);
+    ELSE
+        PERFORM set_config('trovesnap.system', 'on', true);
+        SELECT c.id, c.tenant_id INTO v_client, v_tenant FROM trovesnap.mcp_clients c
+        WHERE c.credential_hash IN (v_hash, 'sha256:' || v_hash);
+        PERFORM set_config('trovesnap.system', 'off', true);
+        IF v_client IS NULL THEN
+            PERFORM trovesnap.fail('client_not_registered');
+        END IF;
+        PERFORM set_config('trovesnap.tenant_id', v_tenant, true);
+        v_rate := trovesnap.rate_take(v_client, v_tenant, v_client, v_class);
+    END IF;
+    IF NOT (v_rate ->> 'allowed')::boolean THEN
+        PERFORM trovesnap.fail('rate_limited', jsonb_build_object('class', v_class, 'limit', (v_rate ->> 'limit')::integer,
+            'retry_after_seconds', (v_rate ->> 'retry_after_seconds')::integer)::text);
+    END IF;
+END
+$$;
+
+-- The new functions (a replaced one keeps its grants).
+SELECT trovesnap.revoke_execute(ARRAY['audit_jcs_bmp', 'seller_audit_chain_marks', 'rate_take']);
+SELECT trovesnap.grant_execute('authenticated', ARRAY['public.seller_audit_chain_marks(text, bigint, integer)']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (36, '20261202120000_trovesnap_audit_text');
 
