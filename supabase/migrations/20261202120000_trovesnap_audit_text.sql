@@ -34,8 +34,13 @@
 --   compares it with the body's nanoseconds at that precision) and there is
 --   no causation_id, which is no column: the verifier reads it from the
 --   body. seller_audit_chain_marks says where the pages start, so that a
---   reader fetches two at once (Postgres builds one while the other is
---   verified).
+--   reader fetches three at once (Postgres builds pages while the reader
+--   verifies one).
+-- * Rows from here on must keep their text (a CHECK), and record_event
+--   refuses an occurred_at that is not RFC 3339 (the verifier could not
+--   read it, and an event it reports stops the report of its chain).
+-- * The rate count of every MCP RPC reads only the client's id and tenant
+--   (rate_take, count_rpc below).
 
 SET ROLE trovesnap_owner;
 
