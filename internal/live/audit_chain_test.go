@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/jackc/pgx/v5/pgconn"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +160,9 @@ func TestAuditChain_SQLCanonicalFormIsTheDomains(t *testing.T) {
 		`{"é":"ü","e":"\u001f\t\n\"\\/","\ue000":2,"z":{"b":[1e21,{"y":{"x":[-0.0,1e-7,{"é":1,"e":2}]}}],"a":1.50,"ab":{"é":[],"e":{}}},"":{"z":null,"y":true,"x":false,"w":{}}}`,
 		`[{"b":2,"a":1},[3,{"d":1e22,"c":[]}],"s",null,1.0,[[[{"b":0.5,"a":-5e-7}]]]]`,
 		`1e-7`, `"\u00e9\u2028"`, `{}`, `[]`,
+		// From 2^53, Postgres may print more digits than the shortest
+		// form when that form is an end of the value's rounding interval.
+		`{"a":4768e20,"b":-75201574799928614,"c":645570000000000000000,"d":[9007199254740992,9007199254740994,1e22,1.5e300,-2.2250738585072014e-308,1.7976931348623157e308,-9.999999999999999e22]}`,
 		// One only in a string value: the exact path, the same answer.
 		`{"b":"\ud83d\ude00","a":{"d":1,"c":2}}`,
 	} {
@@ -595,4 +601,45 @@ func TestAuditChain_TextIsKeptAndTimesAreRFC3339(t *testing.T) {
 		t.Fatalf("after the refusals: %+v", rep.Problems)
 	}
 	_ = b
+}
+
+// SQL writes every double as Go does, from seeded random ones: short
+// decimals times large powers of ten (where a shortest form can be an end
+// of the rounding interval) and random bit patterns.
+func TestAuditChain_SQLNumbersAreGos(t *testing.T) {
+	env := pgtest.Need(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	r := rand.New(rand.NewPCG(15, 36))
+	var nums []string
+	for range 1500 {
+		nums = append(nums, fmt.Sprintf("%de%d", r.IntN(100000), r.IntN(300)))
+	}
+	for len(nums) < 3000 {
+		f := math.Float64frombits(r.Uint64())
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		nums = append(nums, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	in := "[" + strings.Join(nums, ",") + "]"
+	want, err := domain.CanonicalJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := conn.QueryRow(ctx, "SELECT trovesnap.audit_jcs($1::jsonb)", in).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		g, w := strings.Split(strings.Trim(got, "[]"), ","), strings.Split(strings.Trim(string(want), "[]"), ",")
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Errorf("%s: SQL %s, Go %s", nums[i], g[i], w[i])
+			}
+		}
+	}
 }

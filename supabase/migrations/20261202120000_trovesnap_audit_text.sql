@@ -69,6 +69,84 @@ BEGIN
 END
 $$;
 
+-- audit_jcs_number: as in migration 30, and now the shortest digits for a
+-- value from 2^53: there Postgres's shortest-digits printer (which leaves
+-- out the ends of a value's rounding interval) can print more digits than
+-- RFC 8785's shortest form when that form lies exactly on an end — 4768e20
+-- printed 4.7679999999999997e+23. Shorter digits are tried, rounded down and
+-- up, until some read back as the same double; of two, the nearer to the
+-- printed value wins, as ECMAScript and Go choose. Below 2^53 an interval's
+-- ends have long decimal expansions, never shorter ones.
+CREATE OR REPLACE FUNCTION trovesnap.audit_jcs_number(p float8) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT
+    AS $$
+DECLARE
+    s      text := p::text;
+    neg    boolean;
+    digits text;
+    ip     text;
+    fp     text;
+    n      integer; -- the value is 0.<digits> × 10^n
+    k      integer;
+    len    integer;
+    cand   text;
+    best   text;
+    dist   numeric;
+    bestd  numeric;
+BEGIN
+    IF p = 0 THEN
+        RETURN '0';
+    END IF;
+    IF strpos(s, 'e') = 0 THEN
+        RETURN s;
+    END IF;
+    neg := left(s, 1) = '-';
+    IF neg THEN
+        s := substr(s, 2);
+    END IF;
+    ip := split_part(split_part(s, 'e', 1), '.', 1);
+    fp := split_part(split_part(s, 'e', 1), '.', 2);
+    digits := rtrim(ip || fp, '0');
+    n := split_part(s, 'e', 2)::integer + length(ip);
+    k := length(digits);
+    IF abs(p) >= 9007199254740992 AND k > 1 THEN
+        FOR len IN 1 .. k - 1 LOOP
+            best := NULL;
+            FOREACH cand IN ARRAY ARRAY[left(digits, len), (left(digits, len)::numeric + 1)::text]
+            LOOP
+                -- (Rounding the largest doubles up passes the largest.)
+                CONTINUE WHEN (cand || 'e' || (n - len))::numeric > 1.7976931348623157e308;
+                IF (cand || 'e' || (n - len))::float8 = abs(p) THEN
+                    -- |cand × 10^(n-len) − digits × 10^(n-k)|, in units of 10^(n-k)
+                    dist := abs(cand::numeric * power(10::numeric, k - len) - digits::numeric);
+                    IF best IS NULL OR dist < bestd THEN
+                        best := cand;
+                        bestd := dist;
+                    END IF;
+                END IF;
+            END LOOP;
+            IF best IS NOT NULL THEN
+                n := n - len + length(best);
+                digits := rtrim(best, '0');
+                k := length(digits);
+                EXIT;
+            END IF;
+        END LOOP;
+    END IF;
+    IF k <= n AND n <= 21 THEN
+        s := digits || repeat('0', n - k);
+    ELSIF 0 < n AND n <= 21 THEN
+        s := left(digits, n) || '.' || substr(digits, n + 1);
+    ELSIF -6 < n AND n <= 0 THEN
+        s := '0.' || repeat('0', -n) || digits;
+    ELSE
+        s := left(digits, 1) || CASE WHEN k > 1 THEN '.' || substr(digits, 2) ELSE '' END
+             || 'e' || CASE WHEN n - 1 >= 0 THEN '+' ELSE '-' END || abs(n - 1)::text;
+    END IF;
+    RETURN CASE WHEN neg THEN '-' || s ELSE s END;
+END
+$$;
+
 -- audit_jcs_bmp is audit_jcs_value for a body without a character above
 -- U+FFFF. Two levels are written in one statement; deeper containers
 -- recurse, except an empty array or one of a single string, which jsonb
