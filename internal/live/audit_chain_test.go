@@ -279,6 +279,10 @@ func TestAuditChain_TamperIsDetected(t *testing.T) {
 			// longer what was hashed.
 			return []string{`UPDATE trovesnap.plugin_events SET body_jcs = replace(body_jcs::text, ',', ', ')::json WHERE id = 'event_a1'`}
 		}, audit.ProblemModified, "event_a1"},
+		{"text with a leading space", false, func(*testing.T, *pgtest.Env) []string {
+			// Reported at its event, not as a page the reader cannot parse.
+			return []string{`UPDATE trovesnap.plugin_events SET body_jcs = (' ' || body_jcs::text)::json WHERE id = 'event_a1'`}
+		}, audit.ProblemModified, "event_a1"},
 		{"time moved by a microsecond", false, func(*testing.T, *pgtest.Env) []string {
 			return []string{`UPDATE trovesnap.plugin_events SET occurred_at = occurred_at - interval '1 microsecond' WHERE id = 'event_a1'`}
 		}, audit.ProblemModified, "event_a1"},

@@ -65,9 +65,15 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 		if !p.eat('[') {
 			return nil, errPage
 		}
+		// Bodies are cut where they start, spaces included (a body is the
+		// stored text as it is, and json_agg writes "[b1, b2]": one space
+		// after each comma); other values may have any whitespace around.
+		body := key == "body"
 		k := 0
 		for ; ; k++ {
-			p.ws()
+			if !body {
+				p.ws()
+			}
 			if p.eat(']') {
 				break
 			}
@@ -75,7 +81,11 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 				if !p.eat(',') {
 					return nil, errPage
 				}
-				p.ws()
+				if body {
+					p.eat(' ')
+				} else {
+					p.ws()
+				}
 			}
 			if n < 0 {
 				rows = append(rows, chainRow{})
