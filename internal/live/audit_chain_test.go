@@ -435,6 +435,25 @@ func TestAuditChain_SellerRPCsRefuseWhoMayNotRead(t *testing.T) {
 		if recs, err := src.AuditEvents(ctx, domain.EventQuery{ID: "event_a0"}); !errors.Is(err, c.want) || recs != nil {
 			t.Errorf("%s: events: %v, %v", c.user, recs, err)
 		}
+		// ScanChain asks for the marks first; each page RPC refuses on its
+		// own when called directly, and answers nothing of the chain.
+		tok := env.Endpoint.UserToken(pgtest.AuthSubject(c.user), time.Hour)
+		for _, fn := range []string{"seller_audit_chain", "seller_audit_chain_marks"} {
+			st, out := rpcAs(t, env, tok, fn, map[string]any{"p_tenant_id": fixtures.DemoTenantID})
+			if st < 400 || strings.Contains(string(out), "event_a0") || strings.Contains(string(out), "sha256:") {
+				t.Errorf("%s: %s answered %d: %.200s", c.user, fn, st, out)
+			}
+		}
+	}
+	// And the owner reads both: the refusals above are the permission's.
+	tok := env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Hour)
+	if st, out := rpcAs(t, env, tok, "seller_audit_chain_marks", map[string]any{"p_tenant_id": fixtures.DemoTenantID, "p_every": 2}); st != 200 ||
+		!strings.HasPrefix(string(out), "[") || len(string(out)) < 3 {
+		t.Errorf("owner: marks answered %d: %s", st, out)
+	}
+	if st, out := rpcAs(t, env, tok, "seller_audit_chain", map[string]any{"p_tenant_id": fixtures.DemoTenantID}); st != 200 ||
+		!strings.Contains(string(out), "event_a0") {
+		t.Errorf("owner: chain answered %d: %.200s", st, out)
 	}
 	sameCounts(t, env, before, "refused audit reads")
 }
@@ -563,7 +582,7 @@ func BenchmarkLive_AuditVerify100k(b *testing.B) {
 // whose time is not RFC 3339 is refused when recorded, so no event can
 // stand in the chain as "modified" and hide the problems after it.
 func TestAuditChain_TextIsKeptAndTimesAreRFC3339(t *testing.T) {
-	env, b := chainFixture(t)
+	env, _ := chainFixture(t)
 	conn, err := env.Cluster.Super(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -604,7 +623,6 @@ func TestAuditChain_TextIsKeptAndTimesAreRFC3339(t *testing.T) {
 	if rep := verifyAs(t, env, fixtures.DemoUserID, fixtures.DemoTenantID, nil); !rep.Intact {
 		t.Fatalf("after the refusals: %+v", rep.Problems)
 	}
-	_ = b
 }
 
 // SQL writes every double as Go does, from seeded random ones: short
