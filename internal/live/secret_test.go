@@ -110,54 +110,14 @@ func TestClientToken_AbsentFromEveryOutput(t *testing.T) {
 	}
 }
 
-// BenchmarkLive_CandidateWriteRoundTrip measures one trove_create_candidate
-// Backend call (HTTP → RPC → one Postgres transaction) on the local cluster,
-// in steady state: the tenant's write limit is raised so that the loop is
-// not refused after 20 calls, and a few calls first warm every pooled
-// session's plan caches (a session's first call compiles the functions).
-func BenchmarkLive_CandidateWriteRoundTrip(b *testing.B) {
-	env := seeded(b)
-	conn, err := env.Cluster.Super(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	// Harmless where the RPC does not count (the limits table predates it).
-	if _, err := conn.Exec(ctx, `INSERT INTO trovesnap.mcp_limits (tenant_id, client_id, read_calls_per_minute,
-		candidate_writes_per_minute, proposals_per_minute, controlled_actions_per_minute, maximum_bulk_targets,
-		maximum_daily_paid_cost_usd, updated_at) VALUES ($1, '', 1000000, 1000000, 1000000, 1000000, 50, 0, now())
-		ON CONFLICT (tenant_id, client_id) DO UPDATE SET read_calls_per_minute = 1000000, candidate_writes_per_minute = 1000000`,
-		fixtures.DemoTenantID); err != nil {
-		b.Fatal(err)
-	}
-	be := newBackend(b, env)
-	p, err := be.ResolvePrincipal(ctx, contract.CredOwner)
-	if err != nil {
-		b.Fatal(err)
-	}
-	write := func(key string) {
-		w := domain.WriteMeta{
-			Idem:  domain.IdempotencyKey{TenantID: p.TenantID, ClientID: p.Client.ID, Tool: "trove_create_candidate", ToolMajor: 1, Key: key, Fingerprint: "sha256:" + key},
-			Event: domain.Event{ID: "event_" + key, TenantID: p.TenantID, Mode: domain.ModeLive, Client: p.Client, Tool: domain.ToolRef{Name: "trove_create_candidate"}, Action: "mcp_tool_called"},
-		}
-		if _, _, err := be.CreateCandidate(ctx, p, w, domain.NewCandidate{SaleID: fixtures.PublishedSaleID, Title: "Bench lamp"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for i := range 20 {
-		write(fmt.Sprintf("warm-%d", i))
-	}
-	for i := 0; b.Loop(); i++ {
-		write(fmt.Sprintf("bench-%d", i))
-	}
-}
-
-// BenchmarkLive_GateCandidateWrite measures the database work the gate
-// waits for on one trove_create_candidate: counting the call in its limit
-// class and the write. A backend that counts inside the write (the RPCs
-// since migration 34: CountsRateInCall) makes one round trip; before, the
-// gate made a ConsumeRate call first. Steady state, as above.
-func BenchmarkLive_GateCandidateWrite(b *testing.B) {
+// benchCandidateWriter returns one trove_create_candidate write under a
+// fresh key, on a seeded project whose write limit is raised so that a
+// long benchmark loop is not refused after 20 calls (the RPC counts its own
+// rate since migration 34; harmless before, the limits table predates it),
+// after 20 warm-up writes that compile every pooled session's plans. With
+// asGate, the write is preceded by the rate count the gate makes itself
+// when the backend does not count inside the call (CountsRateInCall).
+func benchCandidateWriter(b *testing.B, asGate bool) func(key string) {
 	env := seeded(b)
 	conn, err := env.Cluster.Super(ctx)
 	if err != nil {
@@ -176,12 +136,12 @@ func BenchmarkLive_GateCandidateWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var inCall bool
-	if cc, ok := any(be).(interface{ CountsRateInCall(tool, class string) bool }); ok {
-		inCall = cc.CountsRateInCall("trove_create_candidate", "candidate_writes")
+	countFirst := asGate
+	if cc, ok := any(be).(interface{ CountsRateInCall(tool, class string) bool }); ok && cc.CountsRateInCall("trove_create_candidate", "candidate_writes") {
+		countFirst = false
 	}
 	write := func(key string) {
-		if !inCall {
+		if countFirst {
 			if d, err := be.ConsumeRate(ctx, p, "candidate_writes"); err != nil || !d.Allowed {
 				b.Fatalf("rate: %+v, %v", d, err)
 			}
@@ -197,6 +157,26 @@ func BenchmarkLive_GateCandidateWrite(b *testing.B) {
 	for i := range 20 {
 		write(fmt.Sprintf("warm-%d", i))
 	}
+	return write
+}
+
+// BenchmarkLive_CandidateWriteRoundTrip measures one trove_create_candidate
+// Backend call (HTTP → RPC → one Postgres transaction) on the local cluster,
+// in steady state.
+func BenchmarkLive_CandidateWriteRoundTrip(b *testing.B) {
+	write := benchCandidateWriter(b, false)
+	for i := 0; b.Loop(); i++ {
+		write(fmt.Sprintf("bench-%d", i))
+	}
+}
+
+// BenchmarkLive_GateCandidateWrite measures the database work the gate
+// waits for on one trove_create_candidate: counting the call in its limit
+// class and the write. A backend that counts inside the write (the RPCs
+// since migration 34) makes one round trip; before, the gate made a
+// ConsumeRate call first.
+func BenchmarkLive_GateCandidateWrite(b *testing.B) {
+	write := benchCandidateWriter(b, true)
 	for i := 0; b.Loop(); i++ {
 		write(fmt.Sprintf("bench-%d", i))
 	}
