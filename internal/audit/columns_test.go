@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -38,4 +41,105 @@ func TestReadColumns_MatchesEncodingJSON(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// columnBodies are bodies as the stores write them (compact, canonical),
+// one with escapes, one spaced out, for the fast and general readers to
+// agree on, as they are and mutated.
+func columnBodies(t testing.TB) [][]byte {
+	cause := "event_0"
+	e := domain.Event{ID: "event_1", TenantID: "tenant_1", CorrelationID: "corr_1", CausationID: &cause, RequestID: "req-1",
+		ServerRequestID: "mcp_req_1", Tool: domain.ToolRef{Name: "trove_list_sales", Version: "1.0.0", Tier: "tenant_read"}, Outcome: "success",
+		Payload: domain.EventPayload{InputHash: "sha256:0f", RedactedSummary: map[string]string{"x": `}]{[`, "tool": "name"}},
+		Client:  domain.ClientRef{ID: "id", Name: "é \u2028 {"}, OccurredAt: time.Date(2026, 6, 20, 1, 2, 3, 4, time.UTC),
+		Related: domain.Related{CandidateIDs: []string{"candidate_1", "candidate_2"}}.Normalized(), Metrics: domain.EventMetrics{LatencyMS: 12.5, EstimatedCostUSD: 1e-7},
+		Permissions: []string{"item.read"},
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := domain.CanonicalJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.RequestID = `we"ird\{[id`
+	esc, _ := json.Marshal(e)
+	var spaced bytes.Buffer
+	_ = json.Indent(&spaced, canon, "", " ")
+	return [][]byte{canon, raw, esc, spaced.Bytes(), []byte(`{}`), []byte(`{"tool":"x","id":null,"outcome":nul}`),
+		[]byte(`{"tool":{"tool":{"name":"a"},"name":"b"},"id":[1,{"id":"c"}],"id":"d"}`)}
+}
+
+// sameColumns fails unless readColumns (fast path first) answers for body
+// exactly what the general scanner answers.
+func sameColumns(t *testing.T, body []byte) {
+	t.Helper()
+	want, werr := scanColumns(body)
+	got, gerr := readColumns(body)
+	if (werr == nil) != (gerr == nil) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\nread %+v, %v\nscan %+v, %v", body, got, gerr, want, werr)
+	}
+	if c, ok := readCompact(body); ok && (werr != nil || !reflect.DeepEqual(c, want)) {
+		t.Fatalf("%q: the compact reader answered %+v where the scanner says %+v, %v", body, c, want, werr)
+	}
+}
+
+// The compact reader answers what the general scanner answers, on the
+// bodies the stores write and on 30,000 mutations of them (a byte dropped,
+// doubled, or replaced by one that matters to JSON); and it does read the
+// stores' bodies itself.
+func TestReadColumns_CompactReaderIsTheScanners(t *testing.T) {
+	bodies := columnBodies(t)
+	if _, ok := readCompact(bodies[0]); !ok {
+		t.Fatal("the compact reader refused a canonical body")
+	}
+	if _, ok := readCompact(bodies[2]); ok {
+		t.Fatal("the compact reader read a body with escapes")
+	}
+	r := rand.New(rand.NewPCG(15, 37))
+	const alphabet = "{}[]\",: n\\\tx0"
+	for i := range 30000 {
+		body := slices.Clone(bodies[i%len(bodies)])
+		for range 1 + r.IntN(3) {
+			if len(body) == 0 {
+				break
+			}
+			k := r.IntN(len(body))
+			switch r.IntN(3) {
+			case 0:
+				body = slices.Delete(body, k, k+1)
+			case 1:
+				body = slices.Insert(body, k, body[k])
+			default:
+				body[k] = alphabet[r.IntN(len(alphabet))]
+			}
+		}
+		sameColumns(t, body)
+	}
+}
+
+func FuzzReadColumns(f *testing.F) {
+	for _, b := range columnBodies(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { sameColumns(t, body) })
+}
+
+func BenchmarkReadColumns(b *testing.B) {
+	body := columnBodies(b)[0]
+	b.Run("compact", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readColumns(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("scanner", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := scanColumns(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
