@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -32,6 +33,8 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 		sizes []int
 		seen  uint16
 		n     = -1 // events in the page, from the first column
+		text  []byte
+		ends  []int
 	)
 	for first := true; ; first = false {
 		p.ws()
@@ -69,6 +72,12 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 		// stored text as it is, and json_agg writes "[b1, b2]": one space
 		// after each comma); other values may have any whitespace around.
 		body := key == "body"
+		// A string column's values are read into one buffer and become
+		// substrings of one string: two allocations a column, not one a
+		// value (the verifier keeps only ids and hashes, whose strings
+		// then hold just their own column).
+		text = text[:0]
+		ends = ends[:0]
 		k := 0
 		for ; ; k++ {
 			if !body {
@@ -93,7 +102,6 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 				return nil, errPage // a longer column
 			}
 			r := &rows[k]
-			var dst *string
 			switch key {
 			case "seq", "body_bytes":
 				v, err := p.int()
@@ -120,29 +128,17 @@ func parseChainPage(page []byte) ([]chainRow, error) {
 				r.Body = json.RawMessage(p.b[p.i:end])
 				p.i = end
 				continue
-			case "id":
-				dst = &r.ID
-			case "tenant_id":
-				dst = &r.TenantID
-			case "correlation_id":
-				dst = &r.CorrelationID
-			case "request_id":
-				dst = &r.RequestID
-			case "server_request_id":
-				dst = &r.ServerRequestID
-			case "tool_name":
-				dst = &r.ToolName
-			case "outcome":
-				dst = &r.Outcome
-			case "occurred_at":
-				dst = &r.OccurredAt
-			case "prev_hash":
-				dst = &r.PrevHash
-			case "event_hash":
-				dst = &r.EventHash
 			}
-			if *dst, err = p.str(); err != nil {
+			if text, err = p.appendStr(text); err != nil {
 				return nil, err
+			}
+			ends = append(ends, len(text))
+		}
+		if len(ends) > 0 {
+			all, from := string(text), 0
+			for i, end := range ends {
+				*stringColumn(&rows[i], key) = all[from:end]
+				from = end
 			}
 		}
 		if n < 0 {
@@ -201,6 +197,54 @@ func (p *pageScanner) int() (int64, error) {
 		return 0, errPage
 	}
 	return v, nil
+}
+
+// stringColumn is the field of r that a string column fills.
+func stringColumn(r *chainRow, key string) *string {
+	switch key {
+	case "id":
+		return &r.ID
+	case "tenant_id":
+		return &r.TenantID
+	case "correlation_id":
+		return &r.CorrelationID
+	case "request_id":
+		return &r.RequestID
+	case "server_request_id":
+		return &r.ServerRequestID
+	case "tool_name":
+		return &r.ToolName
+	case "outcome":
+		return &r.Outcome
+	case "occurred_at":
+		return &r.OccurredAt
+	case "prev_hash":
+		return &r.PrevHash
+	}
+	return &r.EventHash // the last of pageColumns' strings
+}
+
+// appendStr appends the JSON string it reads, decoded, to b (null is
+// refused: the RPC sends none).
+func (p *pageScanner) appendStr(b []byte) ([]byte, error) {
+	if !p.eat('"') {
+		return b, errPage
+	}
+	j := p.i
+	k := bytes.IndexByte(p.b[j:], '"')
+	if k < 0 {
+		return b, errPage
+	}
+	v := p.b[j : j+k]
+	for _, c := range v {
+		if c == '\\' || c < 0x20 {
+			p.i = j - 1
+			s, err := p.str() // escapes: the quote found may be one of them
+			return append(b, s...), err
+		}
+	}
+	p.i = j + k + 1
+	return append(b, v...), nil
 }
 
 // str reads a JSON string (null is refused: the RPC sends none).

@@ -42,6 +42,7 @@ func TestParseChainPage(t *testing.T) {
 		with(0, col("seq", "7")), with(0, col("seq", "7, 9, 11")), with(1, col("id", `"a"`)), with(0, col("seq", `"7", 9`)),
 		with(1, col("id", `"a", 1`)), with(last-1, col("body_bytes", fmt.Sprintf("%d,%d", len(b1)+1, len(b2)))),
 		with(last-1, col("body_bytes", fmt.Sprintf("%d,%d", len(b1), 1000))), with(last-1, col("body_bytes", "0, 0")),
+		with(2, col("tenant_id", "\"t\x01\",\"t\"")), with(2, col("tenant_id", `"t\", "t"`)), // a raw control character; an escaped end
 		with(last, col("body", b1+" "+b2)), with(last, col("body", b1+", "+b2+", "+b2)), with(last, col("body", `[1], {"x":1}`)),
 	}
 	for _, b := range bad {
