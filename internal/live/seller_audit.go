@@ -109,6 +109,22 @@ func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec
 		}
 		return page, nil
 	}
+	type result struct {
+		page []chainRow
+		err  error
+	}
+	plan, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	// The first page does not wait for the marks (which count the tenant's
+	// events in the index): both are read at once.
+	first := make(chan result, 1)
+	wg.Add(1)
+	go func(from int64) {
+		defer wg.Done()
+		p, err := fetch(plan, from)
+		first <- result{p, err}
+	}(afterSeq)
 	var marks []int64
 	if err := a.s.call(ctx, "seller_audit_chain_marks", map[string]any{"p_tenant_id": a.tenant, "p_after_seq": afterSeq, "p_every": size}, &marks); err != nil {
 		return err
@@ -126,26 +142,21 @@ func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec
 		return nil
 	}
 	// The planned pages start at afterSeq and at each mark. Each is read
-	// into its own channel, at most chainFetchers at once, and verified in
-	// order; leaving stops the reads still planned and waits for those
-	// under way.
-	type result struct {
-		page []chainRow
-		err  error
-	}
+	// into its own channel, at most chainFetchers at once (the first holds
+	// a slot already), and verified in order; leaving stops the reads still
+	// planned and waits for those under way.
 	starts := append([]int64{afterSeq}, marks...)
 	results := make([]chan result, len(starts))
-	for i := range results {
+	results[0] = first
+	for i := 1; i < len(results); i++ {
 		results[i] = make(chan result, 1)
 	}
-	plan, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stop(); wg.Wait() }()
 	slots := make(chan struct{}, chainFetchers)
+	slots <- struct{}{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i, from := range starts {
+		for i := 1; i < len(starts); i++ {
 			select {
 			case slots <- struct{}{}:
 			case <-plan.Done():
@@ -154,7 +165,7 @@ func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				p, err := fetch(plan, from)
+				p, err := fetch(plan, starts[i])
 				results[i] <- result{p, err}
 			}()
 		}
