@@ -108,7 +108,49 @@ func (s *Store) attachDetails(ctx context.Context, tx *sql.Tx, tenantID string, 
 		}
 	}
 	if inc.PriceHistory {
-		return s.attachPriceHistory(ctx, tx, tenantID, items)
+		if err := s.attachPriceHistory(ctx, tx, tenantID, items); err != nil {
+			return err
+		}
+	}
+	if inc.Provenance {
+		return s.attachProvenance(ctx, tx, tenantID, items)
+	}
+	return nil
+}
+
+// attachProvenance sets the provenance of each promoted item.
+func (s *Store) attachProvenance(ctx context.Context, tx *sql.Tx, tenantID string, items []domain.ItemDetail) error {
+	idx := make(map[string]int, len(items))
+	args := make([]any, 0, len(items)+1)
+	args = append(args, tenantID)
+	for i := range items {
+		idx[items[i].ID] = i
+		args = append(args, items[i].ID)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, candidate_id, ifnull(source_record_id, ''), ifnull(import_run_id, ''), proposal_id,
+		created_at FROM item_provenance WHERE tenant_id = ? AND item_id IN `+placeholders(len(items)), args...)
+	if err != nil {
+		return s.dbErr("provenance", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			item, created string
+			pv            domain.ItemProvenance
+			tsc           timeScanner
+		)
+		if err := rows.Scan(&item, &pv.CandidateID, &pv.SourceRecordID, &pv.ImportRunID, &pv.ProposalID, &created); err != nil {
+			return s.dbErr("provenance: scan", err)
+		}
+		if pv.PromotedAt = tsc.at(created); tsc.err != nil {
+			return s.dbErr("provenance: scan", tsc.err)
+		}
+		if i, ok := idx[item]; ok {
+			items[i].Provenance = &pv
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr("provenance", err)
 	}
 	return nil
 }
@@ -202,6 +244,9 @@ func (s *Store) GetSale(ctx context.Context, p domain.Principal, saleID string) 
 
 // GetItem reads one item of the principal's tenant with the extras inc asks for.
 func (s *Store) GetItem(ctx context.Context, p domain.Principal, itemID string, inc domain.ItemIncludes) (domain.ItemDetail, error) {
+	// Provenance is for roles that read the catalogue, as in live mode's
+	// mcp_get_item.
+	inc.Provenance = inc.Provenance && p.Has(domain.PermItemRead)
 	scan := func(r interface{ Scan(...any) error }) (domain.ItemDetail, error) {
 		it, err := scanItem(r)
 		return domain.ItemDetail{Item: it}, err

@@ -300,12 +300,15 @@ type GetItemInput struct {
 type GetItemOutput struct {
 	Item       ItemView `json:"item"`
 	Projection string   `json:"projection" jsonschema:"the role projection applied to item"`
+	// Provenance is for roles that read the catalogue (item.read), not
+	// checkout's public view.
+	Provenance *domain.ItemProvenance `json:"provenance,omitempty" jsonschema:"where a promoted item came from: candidate, source record and import run (empty when entered by hand), and the promotion proposal; absent for an item not promoted"`
 }
 
 func getItem() Tool {
 	return define(Definition{
 		Name: "trove_get_item", Version: "1.0.0", Title: "Get an item",
-		Description: "Get one canonical inventory item of your tenant. Fields follow your role's projection (cataloger: description, category, room, photos, publication readiness; pricer adds internal price guidance, appraisal flags and pricing history; checkout: public title, QR tag, status and checkout actions); never the full base-table row. Read-only; returns the version to pass as expected_version in proposals.",
+		Description: "Get one canonical inventory item of your tenant. Fields follow your role's projection (cataloger: description, category, room, photos, publication readiness; pricer adds internal price guidance, appraisal flags and pricing history; checkout: public title, QR tag, status and checkout actions); never the full base-table row. Read-only; returns the version to pass as expected_version in proposals, and, for a promoted item and a role that reads the catalogue, its provenance (candidate, source record, import run, promotion proposal).",
 		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain:         DomainMapping{Service: "inventory", Operation: "get_item"},
@@ -313,11 +316,13 @@ func getItem() Tool {
 		AnyPermissions: []string{domain.PermItemRead, domain.PermItemReadCheckout},
 	}, func(ctx context.Context, env Env, in GetItemInput) (GetItemOutput, Effects, error) {
 		role := env.Principal.Role
-		it, err := env.Backend.GetItem(ctx, env.Principal, in.ItemID, itemIncludes(role))
+		inc := itemIncludes(role)
+		inc.Provenance = env.Principal.Has(domain.PermItemRead)
+		it, err := env.Backend.GetItem(ctx, env.Principal, in.ItemID, inc)
 		if err != nil {
 			return GetItemOutput{}, Effects{}, err
 		}
-		return GetItemOutput{Item: projectItem(role, it), Projection: role}, Effects{}, nil
+		return GetItemOutput{Item: projectItem(role, it), Projection: role, Provenance: it.Provenance}, Effects{}, nil
 	})
 }
 

@@ -579,6 +579,20 @@ func testExecutePromotion(t *testing.T, in Instance) {
 	if c2 := f.candidate(c.SaleID, c.ID); c2.ReviewStatus != domain.ReviewPromoted || c2.Version != c.Version+1 {
 		t.Fatalf("candidate after promotion = %+v", c2)
 	}
+	// Its provenance, as trove_get_item reads it: the candidate, its
+	// source, the proposal. None unless asked for, and none for an item
+	// that was not promoted.
+	d, err := f.b.GetItem(ctx, f.owner, newItem, domain.ItemIncludes{Provenance: true})
+	if err != nil || d.Provenance == nil || d.Provenance.CandidateID != c.ID || d.Provenance.SourceRecordID != c.SourceRecordID ||
+		d.Provenance.ImportRunID != c.ImportRunID || d.Provenance.ProposalID != prop.ID || d.Provenance.PromotedAt.IsZero() {
+		t.Fatalf("provenance of the promoted item = %+v, %v", d.Provenance, err)
+	}
+	if d, err := f.b.GetItem(ctx, f.owner, newItem, domain.ItemIncludes{}); err != nil || d.Provenance != nil {
+		t.Fatalf("provenance not asked for = %+v, %v", d.Provenance, err)
+	}
+	if d, err := f.b.GetItem(ctx, f.owner, fixtures.DemoItemID, domain.ItemIncludes{Provenance: true}); err != nil || d.Provenance != nil {
+		t.Fatalf("provenance of an item entered by hand = %+v, %v", d.Provenance, err)
+	}
 	f.wantGrant(prop, g.ID, domain.GrantConsumed)
 	executed := f.proposal(prop.ID)
 	if executed.Status != domain.ProposalExecuted {

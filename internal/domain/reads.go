@@ -199,6 +199,7 @@ type MarketplaceHit struct {
 type ItemIncludes struct {
 	Photos       bool
 	PriceHistory bool
+	Provenance   bool
 }
 
 // ItemDetail is an item with the extras an ItemIncludes asked for. Like
@@ -206,6 +207,20 @@ type ItemIncludes struct {
 type ItemDetail struct {
 	Item
 	PriceHistory []PriceChange
+	// Provenance is where a promoted item came from: nil for an item made
+	// otherwise, or when not asked for.
+	Provenance *ItemProvenance
+}
+
+// ItemProvenance links an item to what it was promoted from: the candidate,
+// the source record and import run the candidate came from (empty for a
+// candidate made by hand), and the proposal whose execution created it.
+type ItemProvenance struct {
+	CandidateID    string    `json:"candidate_id"`
+	SourceRecordID string    `json:"source_record_id"`
+	ImportRunID    string    `json:"import_run_id"`
+	ProposalID     string    `json:"proposal_id"`
+	PromotedAt     time.Time `json:"promoted_at"`
 }
 
 // PriceChange is one entry of an item's append-only pricing history:

@@ -113,7 +113,8 @@ func (b *Backend) ListItems(ctx context.Context, p domain.Principal, q domain.It
 // price_history when asked.
 type itemRow struct {
 	domain.Item
-	PriceHistory []domain.PriceChange `json:"price_history"`
+	PriceHistory []domain.PriceChange   `json:"price_history"`
+	Provenance   *domain.ItemProvenance `json:"provenance"` // mcp_get_item, for item.read
 }
 
 // ListItemDetails is ListItems with the extras inc asks for, read by the

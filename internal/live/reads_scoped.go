@@ -58,6 +58,9 @@ func (b *Backend) GetItem(ctx context.Context, p domain.Principal, itemID string
 // exactly when asked for, like the store's.
 func (r itemRow) detail(inc domain.ItemIncludes) domain.ItemDetail {
 	d := domain.ItemDetail{Item: r.Item, PriceHistory: r.PriceHistory}
+	if inc.Provenance {
+		d.Provenance = r.Provenance
+	}
 	switch {
 	case !inc.Photos:
 		d.Photos = nil

@@ -184,6 +184,10 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 		provCand != candID || provProp != pid {
 		t.Fatalf("provenance of %v: %s %s, %v", items[0], provCand, provProp, err)
 	}
+	// §41 step 12 (#16): the seller's agent reads that provenance too.
+	if pv, _ := item["provenance"].(map[string]any); pv["candidate_id"] != candID || pv["proposal_id"] != pid || pv["promoted_at"] == "" {
+		t.Fatalf("trove_get_item provenance = %s", mustJSON(item))
+	}
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}

@@ -137,6 +137,24 @@ func TestPromotion_ProposeApproveExecuteWithProvenance(t *testing.T) {
 	if n := e.query("SELECT count(*) FROM inventory_candidates WHERE id = ? AND review_status = 'promoted' AND version = 4", fixtures.DemoCandidateID); n != 1 {
 		t.Error("candidate not promoted")
 	}
+	// trove_get_item shows the provenance to a role that reads the
+	// catalogue, and not to checkout.
+	type provenanceOf struct {
+		Provenance *domain.ItemProvenance `json:"provenance"`
+	}
+	for role, want := range map[string]bool{domain.RoleOwner: true, domain.RoleCataloger: true, domain.RoleCheckout: false} {
+		got := callOn(t, sessionFor(e, fixtures.DemoTenantID, staffOf[role]), "trove_get_item", map[string]any{"item_id": itemID}, nil)
+		pv := dataAs[provenanceOf](t, got).Provenance
+		switch {
+		case got.Status != "succeeded" && got.Status != "ok":
+			t.Errorf("%s reads the item: %s", role, got.raw)
+		case !want && (pv != nil || strings.Contains(string(got.Data), "provenance")):
+			t.Errorf("%s sees provenance: %s", role, got.raw)
+		case want && (pv == nil || pv.CandidateID != fixtures.DemoCandidateID || pv.SourceRecordID != "record_991" || pv.ImportRunID != "run_844" ||
+			pv.ProposalID != prop.ProposalID || pv.PromotedAt.IsZero()):
+			t.Errorf("%s: provenance %+v", role, pv)
+		}
+	}
 	// Proposal, approval and execution events share the correlation id.
 	evs := e.allEvents()
 	var corr string
