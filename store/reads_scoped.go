@@ -108,17 +108,13 @@ func (s *Store) attachDetails(ctx context.Context, tx *sql.Tx, tenantID string, 
 		}
 	}
 	if inc.PriceHistory {
-		if err := s.attachPriceHistory(ctx, tx, tenantID, items); err != nil {
-			return err
-		}
-	}
-	if inc.Provenance {
-		return s.attachProvenance(ctx, tx, tenantID, items)
+		return s.attachPriceHistory(ctx, tx, tenantID, items)
 	}
 	return nil
 }
 
-// attachProvenance sets the provenance of each promoted item.
+// attachProvenance sets the provenance of each promoted item (GetItem's
+// one).
 func (s *Store) attachProvenance(ctx context.Context, tx *sql.Tx, tenantID string, items []domain.ItemDetail) error {
 	idx := make(map[string]int, len(items))
 	args := make([]any, 0, len(items)+1)
@@ -244,9 +240,6 @@ func (s *Store) GetSale(ctx context.Context, p domain.Principal, saleID string) 
 
 // GetItem reads one item of the principal's tenant with the extras inc asks for.
 func (s *Store) GetItem(ctx context.Context, p domain.Principal, itemID string, inc domain.ItemIncludes) (domain.ItemDetail, error) {
-	// Provenance is for roles that read the catalogue, as in live mode's
-	// mcp_get_item.
-	inc.Provenance = inc.Provenance && p.Has(domain.PermItemRead)
 	scan := func(r interface{ Scan(...any) error }) (domain.ItemDetail, error) {
 		it, err := scanItem(r)
 		return domain.ItemDetail{Item: it}, err
@@ -257,6 +250,13 @@ func (s *Store) GetItem(ctx context.Context, p domain.Principal, itemID string, 
 			details := []domain.ItemDetail{*v}
 			if err := s.attachDetails(ctx, tx, p.TenantID, details, inc); err != nil {
 				return err
+			}
+			// Provenance is read for one item, by a role that reads the
+			// catalogue, as in live mode's mcp_get_item; no list carries it.
+			if inc.Provenance && p.Has(domain.PermItemRead) {
+				if err := s.attachProvenance(ctx, tx, p.TenantID, details); err != nil {
+					return err
+				}
 			}
 			*v = details[0]
 			return nil
