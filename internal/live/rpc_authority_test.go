@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/triunalabs/trovesnap/fixtures"
-	"github.com/triunalabs/trovesnap/internal/approval"
 	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live/pgtest"
@@ -380,34 +379,12 @@ func TestRPCAuthority_ItemProvenanceIsNotCheckouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := be.CreateCandidate(ctx, p, benchMeta(p, "trove_create_candidate", "prov-c"),
-		domain.NewCandidate{SaleID: fixtures.PublishedSaleID, Title: "Oak tea cart", Category: "furniture.carts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	draft := domain.ProposalDraft{Action: domain.ActionPromoteCandidate, Tool: domain.ExecutingTool{Name: "trove_execute_candidate_promotion", Version: "1.0.0"},
-		Requirement: "human_or_policy", TargetIDs: []string{c.CandidateID}, ExpectedVersions: []domain.TargetVersion{{ID: c.CandidateID, Version: 1}}}
-	prop, _, err := be.CreateProposal(ctx, p, benchMeta(p, "trove_propose_candidate_promotion", "prov-p"), draft, approval.Hash)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := sellerAs(t, env, fixtures.DemoUserID).IssueGrant(ctx, domain.Grant{ID: domain.RandomIDs{}.New(domain.PrefixApproval), TenantID: prop.TenantID,
-		ProposalID: prop.ID, ProposalHash: prop.Hash, IssuedBy: domain.GrantIssuer{Type: domain.IssuerHuman, ActorID: fixtures.DemoUserID, Surface: "test"},
-		Tool: prop.Tool.Name, TargetIDs: prop.TargetIDs, Constraints: approval.DefaultConstraints(prop), Status: domain.GrantActive,
-		SingleUse: true, IssuedAt: time.Now(), ExpiresAt: prop.ExpiresAt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _, err := be.ExecuteProposal(ctx, p, benchMeta(p, prop.Tool.Name, "prov-x"), prop.ID, domain.Authorization{Decision: "allowed", GrantID: g.ID, ProposalHash: prop.Hash})
-	if err != nil || len(res.CreatedItemIDs) != 1 {
-		t.Fatalf("promotion: %+v, %v", res, err)
-	}
-	item := res.CreatedItemIDs[0]
+	candidate, proposal, item := promoteOne(t, be, sellerAs(t, env, fixtures.DemoUserID), p, "prov-")
 	_, owner := authorityClient(t, env, fixtures.DemoUserID, "tenant_read")
 	_, checkout := authorityClient(t, env, checkoutUser(t), "tenant_read")
 	st, out := rpcClient(t, env, owner, "mcp_get_item", map[string]any{"p_item_id": item})
 	pv, _ := out["provenance"].(map[string]any)
-	if rec, _ := pv["source_record_id"].(string); st != 200 || pv["candidate_id"] != c.CandidateID || pv["proposal_id"] != prop.ID ||
+	if rec, _ := pv["source_record_id"].(string); st != 200 || pv["candidate_id"] != candidate || pv["proposal_id"] != proposal ||
 		!strings.HasPrefix(rec, "record_") {
 		t.Fatalf("the owner reads %d %v", st, out)
 	}
