@@ -768,3 +768,37 @@ func TestAuditChain_SQLNumbersAreGos(t *testing.T) {
 		}
 	}
 }
+
+// A scan cancelled while it verifies returns the cancellation at the next
+// page, having passed on no event after it; it never waits for a page the
+// planner, stopped by the same cancellation, will not read.
+func TestAuditChain_CancelledScanStopsAtTheNextPage(t *testing.T) {
+	env := seeded(t)
+	b := eventBackend(t, env)
+	sendEvents(t, b, fixtures.DemoTenantID, "cancel", 40)
+	src := sellerAs(t, env, fixtures.DemoUserID).Audit(fixtures.DemoTenantID)
+	src.PageSize = 5 // eight pages and more; three read ahead
+	for _, at := range []int{1, 5, 12} {
+		scan, cancel := context.WithCancel(ctx)
+		seen := 0
+		done := make(chan error, 1)
+		go func() {
+			done <- src.ScanChain(scan, 0, func(domain.ChainRecord) error {
+				if seen++; seen == at {
+					cancel()
+				}
+				return nil
+			})
+		}()
+		select {
+		case err := <-done:
+			// The page of the at-th event is finished, nothing after it.
+			if want := (at + src.PageSize - 1) / src.PageSize * src.PageSize; !errors.Is(err, context.Canceled) || seen != want {
+				t.Errorf("cancelled at event %d: %v after %d events, want context.Canceled after %d", at, err, seen, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("cancelled at event %d: the scan did not return", at)
+		}
+		cancel()
+	}
+}

@@ -172,7 +172,17 @@ func (a *SellerAudit) ScanChain(ctx context.Context, afterSeq int64, fn func(rec
 	}()
 	done := false // every event read
 	for i := range starts {
-		res := <-results[i]
+		// A cancelled scan stops at the next page: the planner stops
+		// launching reads then, so the next page's may never come.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var res result
+		select {
+		case res = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		<-slots
 		if res.err != nil {
 			return res.err
