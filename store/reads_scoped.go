@@ -253,7 +253,7 @@ func (s *Store) GetItem(ctx context.Context, p domain.Principal, itemID string, 
 			}
 			// Provenance is read for one item, by a role that reads the
 			// catalogue, as in live mode's mcp_get_item; no list carries it.
-			if inc.Provenance && p.Has(domain.PermItemRead) {
+			if inc.Provenance && p.Has(domain.ProvenancePermission) {
 				if err := s.attachProvenance(ctx, tx, p.TenantID, details); err != nil {
 					return err
 				}

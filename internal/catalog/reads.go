@@ -300,8 +300,8 @@ type GetItemInput struct {
 type GetItemOutput struct {
 	Item       ItemView `json:"item"`
 	Projection string   `json:"projection" jsonschema:"the role projection applied to item"`
-	// Provenance is for roles that read the catalogue (item.read), not
-	// checkout's public view.
+	// Provenance is for roles that read the catalogue
+	// (domain.ProvenancePermission), not checkout's view.
 	Provenance *domain.ItemProvenance `json:"provenance,omitempty" jsonschema:"where a promoted item came from: candidate, source record and import run (empty when entered by hand), and the promotion proposal; absent for an item not promoted"`
 }
 
@@ -316,8 +316,10 @@ func getItem() Tool {
 		AnyPermissions: []string{domain.PermItemRead, domain.PermItemReadCheckout},
 	}, func(ctx context.Context, env Env, in GetItemInput) (GetItemOutput, Effects, error) {
 		role := env.Principal.Role
+		// Provenance is asked for always: the backend gives it to the roles
+		// domain.ProvenancePermission names (in live mode, the database).
 		inc := itemIncludes(role)
-		inc.Provenance = env.Principal.Has(domain.PermItemRead)
+		inc.Provenance = true
 		it, err := env.Backend.GetItem(ctx, env.Principal, in.ItemID, inc)
 		if err != nil {
 			return GetItemOutput{}, Effects{}, err

@@ -212,6 +212,12 @@ type ItemDetail struct {
 	Provenance *ItemProvenance
 }
 
+// ProvenancePermission is the permission that shows an item's provenance:
+// the roles that read the catalogue, not checkout. store.GetItem reads it
+// here; live mode's mcp_get_item (migration 38) checks the same name, held
+// to this rule for every role by TestRPCAuthority_ItemProvenanceFollowsTheRule.
+const ProvenancePermission = PermItemRead
+
 // ItemProvenance links an item to what it was promoted from: the candidate,
 // the source record and import run the candidate came from (empty for a
 // candidate made by hand), and the proposal whose execution created it.

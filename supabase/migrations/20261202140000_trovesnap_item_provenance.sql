@@ -4,7 +4,8 @@
 -- candidate's source record and import run, and the promotion proposal
 -- since the first proposal migration, but no read returned it. mcp_get_item
 -- now adds it, as "provenance", for a caller whose role reads the catalogue
--- (item.read); checkout's role (item.read_checkout) does not see it. An item
+-- (item.read, Go's domain.ProvenancePermission; a test holds the two
+-- together for every role); checkout's role does not see it. An item
 -- that was not promoted has none. The signature is unchanged, so the
 -- public wrapper stays as it is.
 
