@@ -277,35 +277,3 @@ func (p *pageScanner) str() (string, error) {
 	}
 	return "", errPage
 }
-
-// skip passes one JSON object or array (a body) by its brackets. It does
-// not validate it: the verifier hashes these bytes, and bytes that are not
-// what was hashed are canonicalised, which refuses what is not JSON.
-func (p *pageScanner) skip() error {
-	if p.i >= len(p.b) || (p.b[p.i] != '{' && p.b[p.i] != '[') {
-		return errPage
-	}
-	depth := 0
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '"':
-			p.i++
-			for p.i < len(p.b) && p.b[p.i] != '"' {
-				if p.b[p.i] == '\\' {
-					p.i++
-				}
-				p.i++
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				p.i++
-				return nil
-			}
-		}
-		p.i++
-	}
-	return errPage
-}
