@@ -124,9 +124,26 @@ func (s *Store) runExportDelivery(ctx context.Context, tx *sql.Tx, _ domain.Prin
 }
 
 // publishItemTarget publishes one item that is still ready to publish.
-func (s *Store) publishItemTarget(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, _ map[string]any, now time.Time) (int, error) {
-	if missing := domain.PublicationReadiness(it); len(missing) > 0 || it.Status != domain.ItemReady {
+//
+// When the proposal names the item's public photos (public_photo_ids),
+// exactly those become public and its other photos private.
+func (s *Store) publishItemTarget(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	public, named := changes["public_photo_ids"]
+	judged := it
+	if named {
+		var err error
+		if judged, _, err = domain.WithPublicPhotos(it, domain.StringList(public)); err != nil {
+			return 0, domain.Because(domain.ErrTransitionInvalid, "item %s: the photos the proposal names are no longer the item's", it.ID)
+		}
+	}
+	if missing := domain.PublicationReadiness(judged); len(missing) > 0 || it.Status != domain.ItemReady {
 		return 0, domain.Because(domain.ErrTransitionInvalid, "item %s is no longer ready to publish", it.ID)
+	}
+	for _, ph := range judged.Photos {
+		if _, err := tx.ExecContext(ctx, "UPDATE item_photos SET published = ? WHERE tenant_id = ? AND id = ?",
+			boolInt(ph.Published), prop.TenantID, ph.ID); err != nil {
+			return 0, s.dbErr("publish: photos", err)
+		}
 	}
 	return s.appendInventoryStatusEvent(ctx, tx, prop, it, domain.ItemPublished, ts(now), "seller_approved", now)
 }
@@ -144,7 +161,9 @@ func (s *Store) statusTarget(ctx context.Context, tx *sql.Tx, prop domain.Propos
 }
 
 // promoteInventoryCandidate creates the canonical item from a candidate,
-// with provenance back to candidate, source record and import run.
+// with provenance back to candidate, source record and import run: the
+// proposal's create_item values, its price (with the price's history) and
+// its photos (private item photos of the candidate's assets, in order).
 func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop domain.Proposal, now time.Time) (string, error) {
 	cid := prop.TargetIDs[0]
 	var review, kind string
@@ -157,17 +176,61 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 		return "", domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s", cid, review)
 	}
 	f := map[string]string{}
+	var price *int64
+	var photos []string
 	for _, c := range prop.Changes {
-		if v, ok := c.To.(string); ok && c.TargetID == cid {
+		if c.TargetID != cid {
+			continue
+		}
+		switch v := c.To.(type) {
+		case string:
 			f[c.Field] = v
+		case float64:
+			if c.Field == "create_item.price_cents" {
+				cents := int64(v)
+				price = &cents
+			}
+		case int64:
+			if c.Field == "create_item.price_cents" {
+				price = &v
+			}
+		}
+		if c.Field == "create_item.photos" {
+			photos = domain.StringList(c.To)
 		}
 	}
 	id := s.ids.New(domain.PrefixItem)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO items (id, tenant_id, sale_id, title, description, category, room, status, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', 1, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO items (id, tenant_id, sale_id, title, description, category, room, price_cents, status, version, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'draft', 1, ?, ?)`,
 		id, prop.TenantID, f["create_item.sale_id"], f["create_item.title"], f["create_item.description"], f["create_item.category"],
-		f["create_item.room"], ts(now), ts(now)); err != nil {
+		f["create_item.room"], price, ts(now), ts(now)); err != nil {
 		return "", s.dbErr("promote: item", err)
+	}
+	if price != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO item_price_history (id, tenant_id, item_id, price_cents, internal_price_guidance_cents,
+			reason, actor_id, proposal_id, changed_at) VALUES (?, ?, ?, ?, NULL, 'approved promotion', ?, ?, ?)`,
+			s.ids.New("price"), prop.TenantID, id, *price, prop.RequestedBy.ActorID, prop.ID, ts(now)); err != nil {
+			return "", s.dbErr("promote: price history", err)
+		}
+	}
+	for k, asset := range photos {
+		// Each photo is still the candidate's: the asset it names is
+		// attached to this candidate (a proposal names nothing else).
+		var key string
+		var w, h int
+		err := tx.QueryRowContext(ctx, `SELECT a.storage_path, a.width, a.height FROM candidate_media m
+			JOIN source_assets a ON a.tenant_id = m.tenant_id AND a.id = m.asset_id
+			WHERE m.tenant_id = ? AND m.candidate_id = ? AND m.asset_id = ?`, prop.TenantID, cid, asset).Scan(&key, &w, &h)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", domain.Because(domain.ErrTransitionInvalid, "asset %s is not a photo of candidate %s", asset, cid)
+		}
+		if err != nil {
+			return "", s.dbErr("promote: photo", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO item_photos (id, tenant_id, item_id, storage_key, width, height, position, published, asset_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, s.ids.New(domain.PrefixPhoto), prop.TenantID, id, key, w, h, k+1, asset); err != nil {
+			return "", s.dbErr("promote: photo", err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO item_provenance (item_id, tenant_id, candidate_id, source_record_id, import_run_id, proposal_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, prop.TenantID, cid, record, run, prop.ID, ts(now)); err != nil {

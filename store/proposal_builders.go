@@ -124,10 +124,40 @@ func (s *Store) buildPromotion(ctx context.Context, tx *sql.Tx, p domain.Princip
 		&c.ReviewStatus, &c.Version, &supplied); err != nil {
 		return s.dbErr("load candidate", err)
 	}
-	return domain.BuildPromotion(p, d, prop, c)
+	if supplied.Valid {
+		c.SuppliedPriceCents = &supplied.Int64
+	}
+	photos, err := s.candidatePhotos(ctx, tx, p.TenantID, id)
+	if err != nil {
+		return err
+	}
+	return domain.BuildPromotion(p, d, prop, c, photos)
 }
 
-func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal) error {
+// candidatePhotos are the asset ids of a candidate's media, in position
+// order: the photos its promotion gives the item.
+func (s *Store) candidatePhotos(ctx context.Context, tx *sql.Tx, tenant, candidate string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT asset_id FROM candidate_media WHERE tenant_id = ? AND candidate_id = ? ORDER BY position, id",
+		tenant, candidate)
+	if err != nil {
+		return nil, s.dbErr("candidate photos", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.dbErr("candidate photos", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("candidate photos", err)
+	}
+	return out, nil
+}
+
+func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal) error {
 	prop.TargetKind = "item"
 	items, err := s.loadItems(ctx, tx, p, prop)
 	if err != nil {
@@ -137,7 +167,7 @@ func (s *Store) buildItemPublication(ctx context.Context, tx *sql.Tx, p domain.P
 	if err := tx.QueryRowContext(ctx, "SELECT status FROM estate_sales WHERE id = ?", items[0].SaleID).Scan(&saleStatus); err != nil {
 		return s.dbErr("sale status", err)
 	}
-	return domain.BuildItemPublication(p, prop, items, map[string]string{items[0].SaleID: saleStatus})
+	return domain.BuildItemPublication(p, d, prop, items, map[string]string{items[0].SaleID: saleStatus})
 }
 
 func (s *Store) buildSalePublication(ctx context.Context, tx *sql.Tx, p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal) error {

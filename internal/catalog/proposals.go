@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -115,12 +116,13 @@ type ProposeCandidatePromotionInput struct {
 	Description     string `json:"description,omitempty" jsonschema:"item description, if different from the candidate's" ts:"max=4000"`
 	Category        string `json:"category,omitempty" jsonschema:"dotted category path, if different from the candidate's" ts:"max=128,pattern=^[a-z0-9_]+(\\.[a-z0-9_]+)*$"`
 	Room            string `json:"room,omitempty" jsonschema:"room, if different from the candidate's" ts:"max=64,pattern=^[a-z0-9_]{1,64}$"`
+	PriceCents      *int64 `json:"price_cents,omitempty" jsonschema:"item price in cents, if different from the candidate's supplied price (needs pricing permission)" ts:"min=0,max=100000000"`
 }
 
 func proposeCandidatePromotion() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_candidate_promotion", "Propose promoting a candidate",
-		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category and room, bound to the candidate's version. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Does not publish or price the item."+proposalFooter,
+		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category, room and price, bound to the candidate's version. The item gets the candidate's photos (private) and its supplied price when your role may set prices. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Never publishes the item or a photo."+proposalFooter,
 		"propose_candidate_promotion"), draftPromotion)
 }
 
@@ -132,26 +134,34 @@ func draftPromotion(in ProposeCandidatePromotionInput) (domain.ProposalDraft, er
 			f[k] = domain.CleanText(val)
 		}
 	}
+	if in.PriceCents != nil {
+		f["price_cents"] = *in.PriceCents
+	}
 	return domain.ProposalDraft{Action: domain.ActionPromoteCandidate, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
 }
 
 // ProposeItemPublicationInput is the input of trove_propose_item_publication.
 type ProposeItemPublicationInput struct {
 	WriteCommon
-	ItemID          string `json:"item_id" jsonschema:"the canonical item to publish" ts:"id=item"`
-	ExpectedVersion int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+	ItemID          string   `json:"item_id" jsonschema:"the canonical item to publish" ts:"id=item"`
+	ExpectedVersion int      `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+	PhotoIDs        []string `json:"photo_ids,omitempty" jsonschema:"the item's photos to approve for public view; its other photos become private. Omit to keep the approved ones" ts:"id=photo,minitems=1,maxitems=12"`
 }
 
 func proposeItemPublication() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_item_publication", "Propose publishing an item",
-		"Propose publishing one canonical item on its TroveSnap sale page, bound to the item's version, with a publication-readiness check (title, category, price, approved photo). Executed by trove_publish_item and needs explicit seller approval. Never publishes a candidate, lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+proposalFooter,
+		"Propose publishing one canonical item on its TroveSnap sale page, bound to the item's version, naming the photos to approve for public view, with a publication-readiness check (title, category, price, approved photo). Executed by trove_publish_item and needs explicit seller approval. Never publishes a candidate, lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+proposalFooter,
 		"propose_item_publication"), draftItemPublication)
 }
 
 func draftItemPublication(in ProposeItemPublicationInput) (domain.ProposalDraft, error) {
 	t, v := one(in.ItemID, in.ExpectedVersion)
-	return domain.ProposalDraft{Action: domain.ActionPublishItem, TargetIDs: t, ExpectedVersions: v}, nil
+	d := domain.ProposalDraft{Action: domain.ActionPublishItem, TargetIDs: t, ExpectedVersions: v}
+	if len(in.PhotoIDs) > 0 {
+		d.Fields = map[string]any{"photo_ids": slices.Clone(in.PhotoIDs)}
+	}
+	return d, nil
 }
 
 // ProposeSalePublicationInput is the input of trove_propose_sale_publication.

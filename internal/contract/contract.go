@@ -23,6 +23,7 @@ var (
 	CredScoped    = token('e') // the sale-scoped cataloger (fixtures.LiveSaleID only)
 	CredPricer    = token('f') // the pricer of the demo tenant
 	CredUnknown   = token('g') // registered nowhere
+	CredCataloger = token('h') // a cataloger of the demo tenant who may propose (no pricing permission)
 )
 
 // Client ids the dataset adds to the fixtures.
@@ -31,6 +32,7 @@ const (
 	RevokedClientID   = "mcp_client_c2"
 	ScopedClientID    = "mcp_client_c3"
 	PricerClientID    = "mcp_client_c4"
+	CatalogerClientID = "mcp_client_c5"
 )
 
 // A manager whose membership of fixtures.DemoTenantID is limited to
@@ -72,6 +74,7 @@ func Dataset() domain.Dataset {
 	add(RevokedClientID, fixtures.CatalogerUserID, domain.ClientRevoked, CredRevoked, "tenant_read", "candidate_write")
 	add(ScopedClientID, fixtures.ScopedCatalogerUserID, domain.ClientActive, CredScoped, "tenant_read", "candidate_write")
 	add(PricerClientID, fixtures.PricerUserID, domain.ClientActive, CredPricer, "tenant_read")
+	add(CatalogerClientID, fixtures.CatalogerUserID, domain.ClientActive, CredCataloger, "tenant_read", "candidate_write", "action_proposal")
 	ds.Users = append(ds.Users, domain.User{ID: ScopedManagerUserID, DisplayName: "Contract scoped manager", Email: "scoped-manager@heritage-estates.example"})
 	ds.Memberships = append(ds.Memberships, domain.Membership{ID: ScopedManagerMemberID, TenantID: fixtures.DemoTenantID,
 		UserID: ScopedManagerUserID, Role: domain.RoleManager})

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("CheckIdempotency", func(t *testing.T) { testCheckIdempotency(t, open(t)) })
 	runReads(t, open)           // suite_reads.go: public and scoped reads
 	runApprovals(t, open)       // suite_approvals.go: proposals, grants, controlled actions
+	runPromotion(t, open)       // suite_promotion.go: a promoted item's photos and price, to the buyer
 	runSeller(t, open)          // suite_seller.go: the human approval surface
 	runClients(t, open)         // suite_clients.go: client administration
 	runIngestion(t, open)       // suite_ingestion.go: CSV import, status reports, media, drafts, exports

@@ -218,6 +218,21 @@ func (f *flow) wantGrant(prop domain.Proposal, id, status string) {
 	}
 }
 
+// unpricedCandidate creates a new-item candidate without a supplied price
+// in saleID: its promotion sets no price, so a policy may run it (a price
+// is a financial change, which no policy authorises).
+func (f *flow) unpricedCandidate(saleID, title string) domain.Candidate {
+	f.t.Helper()
+	f.n++
+	key := fmt.Sprintf("unpriced-%d", f.n)
+	res, _, err := f.b.CreateCandidate(ctx, f.owner, meta(f.owner, key, "sha256:"+key, "event_"+strings.ReplaceAll(key, "-", "")),
+		domain.NewCandidate{SaleID: saleID, Title: title, Category: "decor.lighting.lamp", Room: "den"})
+	if err != nil {
+		f.t.Fatalf("create an unpriced candidate: %v", err)
+	}
+	return f.candidate(saleID, res.CandidateID)
+}
+
 func (f *flow) candidate(saleID, id string) domain.Candidate {
 	f.t.Helper()
 	page, err := f.b.ListCandidates(ctx, f.owner, domain.CandidateQuery{SaleID: saleID, Limit: 100})
@@ -359,7 +374,8 @@ func testCreateProposal(t *testing.T, in Instance) {
 	wantChanges := []domain.FieldChange{
 		{TargetID: c.ID, Field: "create_item.sale_id", To: c.SaleID}, {TargetID: c.ID, Field: "create_item.title", To: c.Title},
 		{TargetID: c.ID, Field: "create_item.description", To: c.Description}, {TargetID: c.ID, Field: "create_item.category", To: c.Category},
-		{TargetID: c.ID, Field: "create_item.room", To: c.Room}, {TargetID: c.ID, Field: "create_item.status", To: domain.ItemDraft},
+		{TargetID: c.ID, Field: "create_item.room", To: c.Room}, {TargetID: c.ID, Field: "create_item.price_cents", To: *c.SuppliedPriceCents},
+		{TargetID: c.ID, Field: "create_item.status", To: domain.ItemDraft},
 		{TargetID: c.ID, Field: "review_status", From: domain.ReviewApproved, To: domain.ReviewPromoted},
 	}
 	if !slices.EqualFunc(prop.Changes, wantChanges, func(a, b domain.FieldChange) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
@@ -534,8 +550,33 @@ func testGetProposal(t *testing.T, in Instance) {
 
 func testExecutePromotion(t *testing.T, in Instance) {
 	f := newFlow(t, in)
-	c := f.candidate(fixtures.PublishedSaleID, candReviewed)
+	// A candidate awaiting review (photos are attached only then) with a
+	// supplied price, and two photos, which the item gets (in this order).
+	c := f.candidate(fixtures.PublishedSaleID, candUnreviewed)
+	var assets []string
+	for k, up := range []domain.PhotoUpload{medPNG(t, 4, 3, 21), medPNG(t, 3, 4, 22)} {
+		m, _, err := f.b.AttachCandidateMedia(ctx, f.owner, ingMeta(f.owner, toolAttachPhoto, fmt.Sprintf("promo-photo-%d", k),
+			fmt.Sprintf("sha256:pp%d", k), fmt.Sprintf("event_pp%d", k)), domain.NewCandidateMedia{CandidateID: c.ID, Upload: &up})
+		if err != nil {
+			t.Fatalf("attach a photo to the candidate: %v", err)
+		}
+		assets = append(assets, m.AssetID)
+	}
+	c = f.candidate(fixtures.PublishedSaleID, candUnreviewed)
 	prop := f.mustPropose(promotionDraft(c.ID, c.Version, map[string]any{"room": "den"}))
+	var listed []string
+	var priced any
+	for _, ch := range prop.Changes {
+		switch ch.Field {
+		case "create_item.photos":
+			listed = domain.StringList(ch.To)
+		case "create_item.price_cents":
+			priced = ch.To
+		}
+	}
+	if !slices.Equal(listed, assets) || fmt.Sprint(priced) != fmt.Sprint(*c.SuppliedPriceCents) {
+		t.Fatalf("the promotion lists photos %v and price %v; want the candidate's %v and %d", listed, priced, assets, *c.SuppliedPriceCents)
+	}
 	before := in.Counts(t)
 
 	// No authority: the store's answer, and nothing changes.
@@ -553,7 +594,7 @@ func testExecutePromotion(t *testing.T, in Instance) {
 		t.Fatalf("ExecuteProposal: %v", err)
 	}
 	after := f.grew(before, map[string]int64{"items": 1, "item_provenance": 1, "idempotency_keys": 1, "plugin_events": 1,
-		"proposals": 0, "approval_grants": 0, "inventory_candidates": 0})
+		"proposals": 0, "approval_grants": 0, "inventory_candidates": 0, "item_photos": 2, "item_price_history": 1, "source_assets": 0})
 	if len(res.CreatedItemIDs) != 1 || !domain.ValidID(domain.PrefixItem, res.CreatedItemIDs[0]) {
 		t.Fatalf("result = %+v", res)
 	}
@@ -572,9 +613,20 @@ func testExecutePromotion(t *testing.T, in Instance) {
 	}
 	// The state: a draft item with the proposal's values, the candidate
 	// promoted, the grant consumed, the proposal executed.
+	// The item is a complete draft: the candidate's price and its photos,
+	// private, in the candidate's order.
 	it := f.mustItem(domain.ItemQuery{SaleID: c.SaleID, Status: domain.ItemDraft}, newItem)
-	if it.Title != c.Title || it.Category != c.Category || it.Room != "den" || it.Version != 1 || it.PriceCents != nil || len(it.Photos) != 0 {
+	if it.Title != c.Title || it.Category != c.Category || it.Room != "den" || it.Version != 1 || it.PriceCents == nil ||
+		*it.PriceCents != *c.SuppliedPriceCents || len(it.Photos) != 2 {
 		t.Fatalf("promoted item = %+v", it)
+	}
+	for k, ph := range it.Photos {
+		if ph.Published || ph.Position != k+1 || !domain.ValidID(domain.PrefixPhoto, ph.ID) || ph.ItemID != newItem {
+			t.Fatalf("photo %d of the promoted item = %+v", k, ph)
+		}
+	}
+	if it.Photos[0].Width != 4 || it.Photos[0].Height != 3 || it.Photos[1].Width != 3 || it.Photos[1].Height != 4 {
+		t.Fatalf("the item's photos are not the candidate's, in order: %+v", it.Photos)
 	}
 	if c2 := f.candidate(c.SaleID, c.ID); c2.ReviewStatus != domain.ReviewPromoted || c2.Version != c.Version+1 {
 		t.Fatalf("candidate after promotion = %+v", c2)
@@ -856,7 +908,19 @@ func testExecuteByPolicy(t *testing.T, in Instance) {
 	if pol, err = admin.SetPolicyStatus(ctx, pol.ID, domain.PolicyActive, fixtures.DemoUserID); err != nil {
 		t.Fatalf("enable policy: %v", err)
 	}
-	c := f.candidate(fixtures.DraftSaleID, candDraftSale)
+	// A promotion that prices its item is a financial change: no policy
+	// runs it, whatever its permitted fields.
+	priced := f.candidate(fixtures.DraftSaleID, candDraftSale)
+	pp := f.mustPropose(promotionDraft(priced.ID, priced.Version, nil))
+	before := in.Counts(t)
+	_, _, err = f.execute(f.b, f.owner, pp, domain.Authorization{Decision: "allowed_by_policy", PolicyID: pol.ID, PolicyVersion: pol.Version, ProposalHash: pp.Hash})
+	wantErr(t, err, domain.ErrApprovalRequired, "a policy run of a priced promotion")
+	if !strings.Contains(err.Error(), "financial") {
+		t.Fatalf("a priced promotion under a policy: %v, want the financial refusal", err)
+	}
+	f.unchanged(before, "a policy run of a priced promotion")
+
+	c := f.unpricedCandidate(fixtures.DraftSaleID, "Brass floor lamp")
 	prop := f.mustPropose(promotionDraft(c.ID, c.Version, nil))
 	gs, pols, usage, err := f.b.ApprovalState(ctx, f.owner, prop.ID, prop.Tool.Name)
 	if err != nil || len(gs) != 0 || len(pols) != 1 || pols[0].ID != pol.ID || pols[0].Version != pol.Version ||
@@ -871,7 +935,7 @@ func testExecuteByPolicy(t *testing.T, in Instance) {
 	// An authorisation decided under an older version is refused.
 	stale := byPolicy
 	stale.PolicyVersion--
-	before := in.Counts(t)
+	before = in.Counts(t)
 	_, _, err = f.execute(f.b, f.owner, prop, stale)
 	wantErr(t, err, domain.ErrApprovalRevoked, "a policy decision of an older version")
 	f.unchanged(before, "a refused policy execution")
@@ -896,7 +960,7 @@ func testExecuteByPolicy(t *testing.T, in Instance) {
 		t.Fatalf("policy execution event = %+v", ev)
 	}
 	// Its daily limit (1) is spent: the next proposal needs a human.
-	c2 := f.candidate(fixtures.DraftSaleID, candOther)
+	c2 := f.unpricedCandidate(fixtures.DraftSaleID, "Pewter candlestick")
 	next := f.mustPropose(promotionDraft(c2.ID, c2.Version, nil))
 	after = in.Counts(t)
 	_, _, err = f.execute(f.b, f.owner, next, domain.Authorization{Decision: "allowed_by_policy", PolicyID: pol.ID, PolicyVersion: pol.Version, ProposalHash: next.Hash})

@@ -110,7 +110,7 @@ func testPolicyBoundToRequester(t *testing.T, in Instance) {
 		t.Fatalf("enable policy: %v", err)
 	}
 	other := f.otherClient(fixtures.DemoUserID)
-	c := f.candidate(fixtures.DraftSaleID, candDraftSale)
+	c := f.unpricedCandidate(fixtures.DraftSaleID, "Brass floor lamp")
 	prop := f.mustPropose(promotionDraft(c.ID, c.Version, nil))
 	byPolicy := domain.Authorization{Decision: "allowed_by_policy", PolicyID: pol.ID, PolicyVersion: pol.Version, ProposalHash: prop.Hash}
 	before := in.Counts(t)

@@ -94,7 +94,7 @@ func CheckImportRow(r ImportRow) ImportRow {
 	if r.Quantity < 0 || r.Quantity > 10_000 {
 		bad("quantity", "out of range")
 	}
-	if r.SuppliedPriceCents != nil && (*r.SuppliedPriceCents < 0 || *r.SuppliedPriceCents > 100_000_000) {
+	if r.SuppliedPriceCents != nil && (*r.SuppliedPriceCents < 0 || *r.SuppliedPriceCents > MaxPriceCents) {
 		bad("supplied_price_cents", "out of range")
 	}
 	switch r.Kind {

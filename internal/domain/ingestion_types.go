@@ -54,6 +54,9 @@ const (
 	MaxPhotoDecodeBytes = 32 << 20
 	// MaxPhotosPerCandidate bounds the media of one candidate.
 	MaxPhotosPerCandidate = 12
+	// MaxPriceCents bounds a price: a candidate's supplied price, a
+	// promotion's, a bulk update's.
+	MaxPriceCents = 100_000_000
 	// MaxTenantMediaBytes is a tenant's quota of stored source assets.
 	MaxTenantMediaBytes = 2 << 30
 	// MaxManualImportRows bounds one manual import.

@@ -7,8 +7,9 @@ import (
 )
 
 // FinancialFields are the fields whose change is a financial change, which
-// no automation policy may authorise (§18.2).
-func FinancialFields() []string { return []string{"price_cents", "price"} }
+// no automation policy may authorise (§18.2): a price, and the price a
+// promotion gives the item it creates.
+func FinancialFields() []string { return []string{"price_cents", "price", "create_item.price_cents"} }
 
 // SaleCompletionStatuses are the item statuses a change to which completes
 // a sale, which no automation policy may authorise (§18.2).

@@ -140,9 +140,17 @@ func BindItemTargets(p Principal, prop *Proposal, items []Item) error {
 }
 
 // BuildPromotion builds a promote_candidate proposal from the candidate
-// target: a new draft item with the candidate's values (or the draft's
-// corrections), the candidate → promoted.
-func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) error {
+// target and its photos (the asset ids of its media, in position order): a
+// complete draft item with the candidate's values (or the draft's
+// corrections), its price and its photos, the candidate → promoted.
+//
+// The item's price is the draft's price_cents, else the candidate's
+// supplied price; it is a change only when the principal may change prices
+// (PromotionFieldPermission): a draft price without that permission is
+// refused, a supplied one is left for a later bulk update. Every photo of
+// the candidate becomes a private photo of the item (create_item.photos,
+// the asset ids in order); publication approves photos for public view.
+func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, photos []string) error {
 	prop.TargetKind = "candidate"
 	id := prop.TargetIDs[0]
 	if !p.MaySeeSale(c.SaleID) {
@@ -157,6 +165,20 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	if !slices.Contains(OpenReviewStatuses(), c.ReviewStatus) {
 		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
 	}
+	price := c.SuppliedPriceCents
+	if v, ok := d.Fields["price_cents"]; ok {
+		cents, ok := v.(int64)
+		if !ok || cents < 0 || cents > MaxPriceCents {
+			return Invalid("price_cents", fmt.Sprintf("a price in cents from 0 to %d", MaxPriceCents))
+		}
+		if !p.Has(PromotionFieldPermission("price_cents")) {
+			return Because(ErrPermissionDenied, "setting price_cents needs %s", PromotionFieldPermission("price_cents"))
+		}
+		price = &cents
+	}
+	if len(photos) > MaxPhotosPerCandidate {
+		return Invalid("photos", fmt.Sprintf("candidate %s has %d photos, more than the %d an item takes", id, len(photos), MaxPhotosPerCandidate))
+	}
 	field := func(name, candidateValue string) string {
 		v := candidateValue
 		if o, ok := d.Fields[name].(string); ok && o != "" {
@@ -170,6 +192,12 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	field("description", c.Description)
 	category := field("category", c.Category)
 	field("room", c.Room)
+	if price != nil && p.Has(PromotionFieldPermission("price_cents")) {
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.price_cents", From: nil, To: *price})
+	}
+	if len(photos) > 0 {
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.photos", From: nil, To: slices.Clone(photos)})
+	}
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "create_item.status", From: nil, To: ItemDraft})
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: id, Field: "review_status", From: c.ReviewStatus, To: ReviewPromoted})
 	// The item would be created without a category: judged on what is
@@ -184,6 +212,17 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate) e
 	prop.SaleIDs = append(prop.SaleIDs, c.SaleID)
 	prop.Impact = ProposalImpact{CanonicalItemsCreated: 1}
 	return nil
+}
+
+// PromotionFieldPermission is the permission a promotion needs to set a
+// field of the item it creates: a bulk update's (bulkFields), so a
+// promotion prices an item exactly when a bulk update could; any other
+// field needs only proposal.create.
+func PromotionFieldPermission(field string) string {
+	if perm, ok := bulkFields[field]; ok {
+		return perm
+	}
+	return PermProposalCreate
 }
 
 // PublicationReadiness is the publication checklist of an item: what is
@@ -205,11 +244,60 @@ func PublicationReadiness(it Item) []string {
 	return out
 }
 
+// PublishedPhotoIDs are the ids of the item's photos approved for public
+// view, sorted.
+func PublishedPhotoIDs(it Item) []string {
+	out := []string{}
+	for _, ph := range it.Photos {
+		if ph.Published {
+			out = append(out, ph.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// WithPublicPhotos is the item as it is once exactly the photos ids name
+// are approved for public view (sorted ids answered with it): every id a
+// photo of the item, none twice, at least one. The photos it does not name
+// become private.
+func WithPublicPhotos(it Item, ids []string) (Item, []string, error) {
+	if len(ids) == 0 {
+		return it, nil, Invalid("photo_ids", "name at least one photo of the item")
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	if len(slices.Compact(slices.Clone(sorted))) != len(sorted) {
+		return it, nil, Invalid("photo_ids", "a photo is named twice")
+	}
+	out := it
+	out.Photos = slices.Clone(it.Photos)
+	for i := range out.Photos {
+		out.Photos[i].Published = slices.Contains(sorted, out.Photos[i].ID)
+	}
+	for _, id := range sorted {
+		if !slices.ContainsFunc(it.Photos, func(ph Photo) bool { return ph.ID == id }) {
+			return it, nil, Invalid("photo_ids", fmt.Sprintf("%s is not a photo of item %s", id, it.ID))
+		}
+	}
+	return out, sorted, nil
+}
+
+// DraftPhotoIDs are the photo ids a publication draft names (nil when it
+// names none: the item's approved photos stay as they are).
+func DraftPhotoIDs(d ProposalDraft) []string {
+	ids, _ := d.Fields["photo_ids"].([]string)
+	return ids
+}
+
 // BuildItemPublication builds a publish_item proposal: the item must be
-// ready and pass the readiness checklist. saleStatus names the status of
-// the item's sale (a draft sale is a warning: the item shows once the sale
-// is published).
-func BuildItemPublication(p Principal, prop *Proposal, items []Item, saleStatus map[string]string) error {
+// ready and pass the readiness checklist. When the draft names photos
+// (DraftPhotoIDs), the item's public photos become exactly those
+// (public_photo_ids, from the approved ones to the named ones, sorted) and
+// the checklist is judged with them. saleStatus names the status of the
+// item's sale (a draft sale is a warning: the item shows once the sale is
+// published).
+func BuildItemPublication(p Principal, d ProposalDraft, prop *Proposal, items []Item, saleStatus map[string]string) error {
 	prop.TargetKind = "item"
 	if err := BindItemTargets(p, prop, items); err != nil {
 		return err
@@ -218,6 +306,13 @@ func BuildItemPublication(p Principal, prop *Proposal, items []Item, saleStatus 
 	if it.Status != ItemReady {
 		return Because(ErrTransitionInvalid, "item %s is %s; only a ready item can be published", it.ID, it.Status)
 	}
+	var public []string
+	if ids := DraftPhotoIDs(d); ids != nil {
+		var err error
+		if it, public, err = WithPublicPhotos(it, ids); err != nil {
+			return err
+		}
+	}
 	if missing := PublicationReadiness(it); len(missing) > 0 {
 		return Because(ErrTransitionInvalid, "item %s is not ready to publish: missing %s", it.ID, strings.Join(missing, ", "))
 	}
@@ -225,6 +320,9 @@ func BuildItemPublication(p Principal, prop *Proposal, items []Item, saleStatus 
 		prop.Validation.Warnings = append(prop.Validation.Warnings, "sale_not_published: the item becomes visible when its sale is published")
 	}
 	prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "status", From: it.Status, To: ItemPublished})
+	if public != nil {
+		prop.Changes = append(prop.Changes, FieldChange{TargetID: it.ID, Field: "public_photo_ids", From: PublishedPhotoIDs(items[0]), To: public})
+	}
 	prop.Impact = ProposalImpact{ItemsChanged: 1, PublicRecordsChanged: 1}
 	return nil
 }
@@ -612,4 +710,25 @@ func BuildExportDelivery(p Principal, prop *Proposal, e ExportFacts) error {
 func DomainFunction(action string) string {
 	a, _ := ActionOf(action)
 	return a.Operation
+}
+
+// StringList reads a change's list of ids as a builder made it ([]string)
+// or as it reads back from a stored proposal ([]any of strings); nil for
+// anything else, so a change that is not a list of strings names nothing.
+func StringList(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return slices.Clone(l)
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, x := range l {
+			s, ok := x.(string)
+			if !ok {
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	return nil
 }

@@ -190,14 +190,25 @@ func TestFlow_PolicyAuthorisesWithinItsLimitLive(t *testing.T) {
 		}
 		return e["data"].(map[string]any)["proposal_id"].(string)
 	}
-	first := propose("candidate_776", 2, "pol-prop-1")
+	// Candidates without a supplied price: a promotion that prices its item
+	// is a financial change, which no policy runs.
+	unpriced := func(title, key string) string {
+		t.Helper()
+		e := call(t, cs, "trove_create_candidate", map[string]any{"sale_id": fixtures.DraftSaleID, "title": title, "idempotency_key": key})
+		id, _ := e["data"].(map[string]any)["candidate_id"].(string)
+		if e["status"] != "succeeded" || id == "" {
+			t.Fatalf("create candidate: %s", mustJSON(e))
+		}
+		return id
+	}
+	first := propose(unpriced("Brass floor lamp", "pol-cand-1"), 1, "pol-prop-1")
 	done := call(t, cs, "trove_execute_candidate_promotion", map[string]any{"proposal_id": first, "idempotency_key": "pol-exec-1"})
 	d, _ := done["data"].(map[string]any)
 	if done["status"] != "succeeded" || d["approval"].(map[string]any)["decision"] != "allowed_by_policy" ||
 		d["approval"].(map[string]any)["policy_id"] != pol.ID {
 		t.Fatalf("execution by policy = %s", mustJSON(done))
 	}
-	second := propose("candidate_777", 2, "pol-prop-2")
+	second := propose(unpriced("Pewter candlestick", "pol-cand-2"), 1, "pol-prop-2")
 	before := counts(t, env)
 	over := call(t, cs, "trove_execute_candidate_promotion", map[string]any{"proposal_id": second, "idempotency_key": "pol-exec-2"})
 	if over["status"] != "approval_required" {

@@ -1,9 +1,13 @@
 package live_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"slices"
 	"strings"
@@ -178,6 +182,18 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 	if n := len(export.Listings); export.ValidCount < n {
 		exportWarnings = []string{fmt.Sprintf("%d of %d staged items fail csv_file's checks and are not delivered", n-export.ValidCount, n)}
 	}
+	// Photos for the unreviewed candidate: its promotion lists them.
+	for k, seed := range []uint8{41, 42} {
+		up := authorityPNG(t, seed)
+		if _, _, err := a.b.AttachCandidateMedia(ctx, a.p, a.meta("trove_attach_candidate_photo"),
+			domain.NewCandidateMedia{CandidateID: fixtures.DemoCandidateID, Upload: &up, Caption: fmt.Sprint("view ", k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pubd, err := a.b.GetItem(ctx, a.p, "item_1003", domain.ItemIncludes{Photos: true})
+	if err != nil || len(pubd.Photos) < 2 {
+		t.Fatalf("item_1003 = %+v, %v: the case needs two photos", pubd.Photos, err)
+	}
 	cand := func(id string, v int) domain.TargetVersion { return domain.TargetVersion{ID: id, Version: v} }
 	saleV := func(id string) domain.TargetVersion {
 		s, err := a.b.GetSale(ctx, a.p, id)
@@ -205,6 +221,10 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 		{"publication in a draft sale", authorityDraft(domain.ActionPublishItem, nil, a.at("item_1150")),
 			[]string{"sale_not_published: the item becomes visible when its sale is published"}},
 		{"publication in a published sale", authorityDraft(domain.ActionPublishItem, nil, a.at("item_1003")), nil},
+		{"publication naming its photos", authorityDraft(domain.ActionPublishItem,
+			map[string]any{"photo_ids": []string{pubd.Photos[1].ID, pubd.Photos[0].ID}}, a.at("item_1003")), nil},
+		{"promotion with a draft price", authorityDraft(domain.ActionPromoteCandidate, map[string]any{"price_cents": int64(999)},
+			cand("candidate_773", 2)), nil},
 		{"sale publication", authorityDraft(domain.ActionPublishSale, nil, saleV(fixtures.DraftSaleID)), nil},
 		{"bulk update of published, ready and unpriced items", authorityDraft(domain.ActionBulkItemUpdate,
 			map[string]any{"changes": map[string]any{"room": "attic", "price_cents": float64(1250), "title": "Lot"}},
@@ -260,7 +280,7 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 	// The notification cases sized a real audience and priced it.
 	a.t = t
 	var sms domain.Proposal
-	if sms, err = a.propose(cases[19].draft); err != nil || sms.Impact.NotificationsSent == 0 || sms.Impact.EstimatedCostUSD == 0 {
+	if sms, err = a.propose(cases[21].draft); err != nil || sms.Impact.NotificationsSent == 0 || sms.Impact.EstimatedCostUSD == 0 {
 		t.Fatalf("sms notification %+v, %v: want a priced audience", sms.Impact, err)
 	}
 }
@@ -331,8 +351,9 @@ func TestProposalAuthority_ForgeriesRefused(t *testing.T) {
 		a.forge(bulk, func(x *domain.Proposal) {
 			x.Changes = append(x.Changes, domain.FieldChange{TargetID: "item_1003", Field: "title", From: "", To: "Renamed"})
 		}, "invalid_input:proposal", "changes")
+		// Photos the candidate does not have.
 		a.forge(promo, func(x *domain.Proposal) {
-			x.Changes = append(x.Changes, domain.FieldChange{TargetID: fixtures.DemoCandidateID, Field: "create_item.price_cents", To: 1.0})
+			x.Changes = append(x.Changes, domain.FieldChange{TargetID: fixtures.DemoCandidateID, Field: "create_item.photos", To: []string{"asset_1"}})
 		}, "invalid_input:proposal", "changes")
 		// A key a proposal does not have.
 		body := map[string]any{}
@@ -379,7 +400,14 @@ func (a *authority) accept(prop domain.Proposal) {
 func TestProposalAuthority_ForgedValidPromotionNeverRunsUnderAPolicy(t *testing.T) {
 	a := newAuthority(t)
 	admin := sellerAs(t, a.env, fixtures.DemoUserID)
-	honest, err := a.propose(authorityDraft(domain.ActionPromoteCandidate, nil, domain.TargetVersion{ID: fixtures.DemoCandidateID, Version: 3}))
+	// A candidate without a supplied price: a promotion that prices its
+	// item is a financial change, which no policy runs at all.
+	const unpriced = "candidate_772"
+	c772, err := a.b.GetCandidate(ctx, a.p, unpriced)
+	if err != nil || c772.SuppliedPriceCents != nil || c772.SaleID != fixtures.PublishedSaleID {
+		t.Fatalf("the dataset's %s = %+v, %v: the case needs an unpriced candidate of %s", unpriced, c772, err, fixtures.PublishedSaleID)
+	}
+	honest, err := a.propose(authorityDraft(domain.ActionPromoteCandidate, nil, domain.TargetVersion{ID: unpriced, Version: c772.Version}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,11 +431,12 @@ func TestProposalAuthority_ForgedValidPromotionNeverRunsUnderAPolicy(t *testing.
 	}
 	// Stored as a forger could before: the honest content, claiming valid.
 	forged := insertProposal(t, a.env, func(x *domain.Proposal) {
+		x.TargetIDs, x.ExpectedVersions = honest.TargetIDs, honest.ExpectedVersions
 		x.Changes = honest.Changes
 		x.Validation = domain.ProposalValidation{Status: "valid", Warnings: []string{}, Errors: []string{}}
 	})
 	candidate := func() domain.Candidate {
-		c, err := a.b.GetCandidate(ctx, a.p, fixtures.DemoCandidateID)
+		c, err := a.b.GetCandidate(ctx, a.p, unpriced)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,4 +453,18 @@ func TestProposalAuthority_ForgedValidPromotionNeverRunsUnderAPolicy(t *testing.
 	if c1 := candidate(); c1.ReviewStatus != c0.ReviewStatus || c1.Version != c0.Version {
 		t.Fatalf("candidate changed: %+v → %+v", c0, c1)
 	}
+}
+
+// authorityPNG is a small PNG with the checks' report on it, distinct by
+// seed.
+func authorityPNG(t *testing.T, seed uint8) domain.PhotoUpload {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 5, 4))
+	img.Set(1, 1, color.RGBA{seed, 9, 99, 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return domain.PhotoUpload{Bytes: b.Bytes(), MimeType: "image/png", Ext: "png", Width: 5, Height: 4, Size: b.Len(),
+		ContentHash: domain.OriginalHash(b.Bytes())}
 }

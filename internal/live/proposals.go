@@ -27,9 +27,11 @@ type proposalState struct {
 	Now            time.Time         `json:"now"`
 	MaxBulkTargets int               `json:"max_bulk_targets"`
 	Candidate      *domain.Candidate `json:"candidate"`
-	Items          []domain.Item     `json:"items"`
-	SaleStatuses   map[string]string `json:"sale_statuses"`
-	Sale           *domain.Sale      `json:"sale"`
+	// CandidatePhotos are the candidate's asset ids in position order.
+	CandidatePhotos []string          `json:"candidate_photos"`
+	Items           []domain.Item     `json:"items"`
+	SaleStatuses    map[string]string `json:"sale_statuses"`
+	Sale            *domain.Sale      `json:"sale"`
 	// The facts the builders of migration 10's actions read (actions.go).
 	StatusCandidate *statusCandidateFacts `json:"status_candidate"`
 	Tag             *tagFacts             `json:"tag"`
@@ -157,14 +159,14 @@ func buildPromotion(p domain.Principal, d domain.ProposalDraft, prop *domain.Pro
 	if st.Candidate == nil {
 		return missingState("candidate")
 	}
-	return domain.BuildPromotion(p, d, prop, *st.Candidate)
+	return domain.BuildPromotion(p, d, prop, *st.Candidate, st.CandidatePhotos)
 }
 
-func buildItemPublication(p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+func buildItemPublication(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
 	if len(st.Items) != len(prop.TargetIDs) {
 		return missingState("items")
 	}
-	return domain.BuildItemPublication(p, prop, st.Items, st.SaleStatuses)
+	return domain.BuildItemPublication(p, d, prop, st.Items, st.SaleStatuses)
 }
 
 func buildSalePublication(p domain.Principal, _ domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {

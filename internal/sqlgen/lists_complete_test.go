@@ -32,7 +32,8 @@ var notYetHeld = map[string]string{
 	"column trovesnap.item_change_history.field room,category,title,description,price_cents,qr_code":       "the fields whose changes are kept in history; Go writes them one by one",
 	"function trovesnap.check_item_proposal status_transition,archive_item,bind_identity,release_identity": "the single-item actions; domain's registry has no such grouping",
 	"function trovesnap.derive_proposal sold,pending_pickup":                                               "the statuses whose QR release warns (domain.BuildIdentity spells them in Go)",
-	"function public.mcp_proposal_state status_transition,archive_item":                                    "the actions that may carry a status candidate",
+	"function trovesnap.mcp_proposal_state status_transition,archive_item":                                 "the actions that may carry a status candidate",
+	"function public.mcp_proposal_state status_transition,archive_item":                                    "the actions that may carry a status candidate (the definition migration 29 moved to the trovesnap schema)",
 	"function public.seller_set_policy_status active,revoked":                                              "the policy transitions out of disabled; store spells them in Go",
 	"function public.seller_set_policy_status disabled,revoked":                                            "the policy transitions out of active; store spells them in Go",
 }
