@@ -20,6 +20,7 @@ var notARule = map[string]string{
 	"function public.seller_create_policy ,s.tenant_id":                    "a tenant match (absent or the seller's own), not a list",
 	"function public.seller_current_versions array,null":                   "a JSON type guard on the argument",
 	"function trovesnap.seller_validate_policy boolean,null":               "a JSON type guard on a policy condition",
+	"function trovesnap.seller_validate_policy array,null":                 "a JSON type guard on a policy condition (checkout_scans)",
 	"function trovesnap.seller_validate_policy number,null":                "a JSON type guard on a policy limit",
 	"function public.seller_issue_grant ,active":                           "one status (a new grant is active) or its absence, not a list",
 	"function trovesnap.owner_of estate_sales,items,inventory_candidates,import_runs,proposals,automation_policies,mcp_clients,export_drafts": "the tables the function dispatches on, its own switch",
@@ -32,7 +33,9 @@ var notYetHeld = map[string]string{
 	"column trovesnap.item_change_history.field room,category,title,description,price_cents,qr_code":       "the fields whose changes are kept in history; Go writes them one by one",
 	"function trovesnap.check_item_proposal status_transition,archive_item,bind_identity,release_identity": "the single-item actions; domain's registry has no such grouping",
 	"function trovesnap.derive_proposal sold,pending_pickup":                                               "the statuses whose QR release warns (domain.BuildIdentity spells them in Go)",
+	"function trovesnap.mcp_proposal_state status_transition,archive_item":                                 "the actions that may carry a status candidate (migration 39's body)",
 	"function public.mcp_proposal_state status_transition,archive_item":                                    "the actions that may carry a status candidate",
+	"function trovesnap.check_checkout_proposal checkout_scan,status,note":                                 "the fields of a checkout scan proposal (domain.BuildCheckoutScan spells them in Go)",
 	"function public.seller_set_policy_status active,revoked":                                              "the policy transitions out of disabled; store spells them in Go",
 	"function public.seller_set_policy_status disabled,revoked":                                            "the policy transitions out of active; store spells them in Go",
 }
