@@ -178,19 +178,19 @@ BEGIN
             RETURN; -- check_item_proposal refuses it as the builder does
         END IF;
         IF NOT trovesnap.has_perm(p.role, 'item.update_status') THEN
-            PERFORM trovesnap.fail('permission_denied', 'proposing a status change needs proposal.create or item.update_status');
+            PERFORM trovesnap.fail('permission_denied:item.update_status');
         END IF;
         IF trovesnap.change_value(p_changes, i.id, 'source') IS NOT NULL THEN
-            PERFORM trovesnap.fail('permission_denied', 'reviewing an imported status needs proposal.create');
+            PERFORM trovesnap.fail('permission_denied:proposal.create');
         END IF;
         IF NOT trovesnap.checkout_transition(i.status, v_to) THEN
-            PERFORM trovesnap.fail('permission_denied', format('checkout may not propose %s from %s', left(v_to, 30), i.status));
+            PERFORM trovesnap.fail('permission_denied:proposal.create');
         END IF;
         RETURN;
     END IF;
     -- record_checkout_scan (domain.BuildCheckoutScan)
     IF NOT trovesnap.has_perm(p.role, 'checkout.scan') THEN
-        PERFORM trovesnap.fail('permission_denied', 'recording a checkout scan needs checkout.scan');
+        PERFORM trovesnap.fail('permission_denied:checkout.scan');
     END IF;
     IF EXISTS (SELECT 1 FROM jsonb_array_elements(p_changes) c
                WHERE jsonb_typeof(c) IS DISTINCT FROM 'object' OR c ->> 'target_id' IS DISTINCT FROM i.id
