@@ -1,8 +1,10 @@
 package domain
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sale day (§12.2, §40.10): checkout works items of its assigned sales
@@ -30,6 +32,9 @@ func CheckoutActionsFor(status string) []string {
 
 // CheckoutTransition reports whether checkout may propose from → to.
 func CheckoutTransition(from, to string) bool { return slices.Contains(checkoutActions[from], to) }
+
+// MaxCheckoutNoteLen bounds the note of a checkout scan, in characters.
+const MaxCheckoutNoteLen = 280
 
 // Checkout scans: what the checkout line records when it scans a tag.
 const (
@@ -150,6 +155,9 @@ func BuildCheckoutScan(p Principal, d ProposalDraft, prop *Proposal, items []Ite
 	to, ok := CheckoutScanStatus(scan)
 	if !ok {
 		return Invalid("scan", strings.Join(CheckoutScans(), ", "))
+	}
+	if utf8.RuneCountInString(note) > MaxCheckoutNoteLen {
+		return Invalid("note", fmt.Sprintf("at most %d characters", MaxCheckoutNoteLen))
 	}
 	if code != "" && code != it.QRCode {
 		return Because(ErrTransitionInvalid, "item %s does not carry tag %s", it.ID, code)

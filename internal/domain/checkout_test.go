@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +26,13 @@ func TestCheckout_ActionsAreLifecycleAndOnlyAHoldIsPolicyMay(t *testing.T) {
 	}
 	if got := PolicyCheckoutScans(); !slices.Equal(got, []string{ScanHold}) {
 		t.Errorf("PolicyCheckoutScans() = %v, want [hold]", got)
+	}
+	it := Item{ID: "item_1", TenantID: "tenant_123", SaleID: "sale_221", Status: ItemPublished, Version: 1, QRCode: "QR-1"}
+	prop := Proposal{ExpectedVersions: []TargetVersion{{ID: it.ID, Version: 1}}, TargetIDs: []string{it.ID}}
+	long := ProposalDraft{Action: ActionCheckoutScan, Fields: map[string]any{"scan": ScanHold, "note": strings.Repeat("é", MaxCheckoutNoteLen+1)}}
+	var ie *InputError
+	if err := BuildCheckoutScan(Principal{TenantID: "tenant_123", Role: RoleCheckout}, long, &prop, []Item{it}); !errors.As(err, &ie) || ie.Field != "note" {
+		t.Errorf("a note over the bound: %v", err)
 	}
 	if _, ok := CheckoutScanStatus("paid"); ok {
 		t.Error("a payment is no scan")

@@ -3,6 +3,7 @@ package live_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/triunalabs/trovesnap/internal/approval"
 	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
 )
 
 // Sale day (issue 16, part 4), enforced by the database for a caller that
@@ -117,6 +119,11 @@ func TestAuthority_SaleDayRPCsFollowTheCheckoutRules(t *testing.T) {
 	forged.Hash, _ = approval.Hash(forged)
 	st, out := create(co, forged)
 	wantRefused(t, "a hold scan that sells the item", st, out, "invalid_input:proposal", "changes")
+	long := body(scan("item_1002", domain.ScanHold), coID, checkout)
+	long.Changes = append(long.Changes, domain.FieldChange{TargetID: "item_1002", Field: "note", To: strings.Repeat("n", domain.MaxCheckoutNoteLen+1)})
+	long.Hash, _ = approval.Hash(long)
+	st, out = create(co, long)
+	wantRefused(t, "a scan note over the bound", st, out, "invalid_input:note", "")
 	sameCounts(t, env, before, "refused sale-day proposals")
 
 	// mcp_proposal_state answers checkout for its actions and refuses the others.
@@ -132,4 +139,55 @@ func TestAuthority_SaleDayRPCsFollowTheCheckoutRules(t *testing.T) {
 	st, out = state(domain.ActionPromoteCandidate, fixtures.DemoCandidateID)
 	wantRefused(t, "checkout's promotion state", st, out, "permission_denied:proposal.create", "")
 	sameCounts(t, env, before, "proposal state reads")
+}
+
+// The sale-day lookups generated from internal/domain answer as the Go
+// rules for every input, unknown ones included.
+func TestGeneratedRules_SaleDayLookupsAnswerAsTheDomain(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	text := func(sql string, args ...any) *string {
+		t.Helper()
+		var v *string
+		if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		return v
+	}
+	statuses := append(domain.ItemStatuses(), "", "paid")
+	for _, from := range statuses {
+		for _, to := range statuses {
+			var got bool
+			if err := conn.QueryRow(ctx, "SELECT trovesnap.checkout_transition($1, $2)", from, to).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != domain.CheckoutTransition(from, to) {
+				t.Errorf("checkout_transition(%q, %q) = %v, domain %v", from, to, got, domain.CheckoutTransition(from, to))
+			}
+		}
+	}
+	for _, scan := range append(domain.CheckoutScans(), "", "paid") {
+		want, ok := domain.CheckoutScanStatus(scan)
+		if got := text("SELECT trovesnap.checkout_scan_status($1)", scan); (got != nil) != ok || ok && *got != want {
+			t.Errorf("checkout_scan_status(%q) = %v, domain %q %v", scan, got, want, ok)
+		}
+	}
+	for _, a := range append(domain.Actions(), domain.ActionSpec{Action: "delete_everything"}) {
+		var got []string
+		if err := conn.QueryRow(ctx, "SELECT trovesnap.proposal_perms($1)", a.Action).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if _, known := domain.ActionOf(a.Action); known && fmt.Sprint(got) != fmt.Sprint(domain.ProposalPermissions(a.Action)) || !known && got != nil {
+			t.Errorf("proposal_perms(%s) = %v, domain %v", a.Action, got, domain.ProposalPermissions(a.Action))
+		}
+	}
+	var scans, policyScans []string
+	var noteMax int
+	if err := conn.QueryRow(ctx, "SELECT trovesnap.checkout_scans(), trovesnap.policy_checkout_scans(), trovesnap.checkout_note_max()").
+		Scan(&scans, &policyScans, &noteMax); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(scans) != fmt.Sprint(domain.CheckoutScans()) || fmt.Sprint(policyScans) != fmt.Sprint(domain.PolicyCheckoutScans()) ||
+		noteMax != domain.MaxCheckoutNoteLen {
+		t.Errorf("checkout_scans %v, policy_checkout_scans %v, checkout_note_max %d", scans, policyScans, noteMax)
+	}
 }

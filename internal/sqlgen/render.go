@@ -26,7 +26,7 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
 	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
 	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy",
-	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms"}
+	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms", "checkout_note_max"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -231,6 +231,7 @@ CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS t
 		{"max_listed_ids", "the most ids an import result lists (domain.MaxListedIDs)", domain.MaxListedIDs},
 		{"max_related_ids", "the most ids of each related-record list of an\n-- import's event (domain.MaxRelatedIDs)", domain.MaxRelatedIDs},
 		{"sale_text_max", "the most characters of each text field of a new sale\n-- (domain.MaxSaleTextLen)", domain.MaxSaleTextLen},
+		{"checkout_note_max", "the most characters of a checkout scan's note\n-- (domain.MaxCheckoutNoteLen)", domain.MaxCheckoutNoteLen},
 	} {
 		if c.n <= 0 {
 			return nil, fmt.Errorf("%s: %d is no bound", c.name, c.n)

@@ -197,6 +197,9 @@ BEGIN
                   OR NOT (c ->> 'field' = ANY (ARRAY['checkout_scan', 'status', 'note']))) THEN
         PERFORM trovesnap.fail('invalid_input:changes', 'a checkout scan changes its item''s status and records the scan');
     END IF;
+    IF length(coalesce(trovesnap.change_value(p_changes, i.id, 'note') #>> '{}', '')) > trovesnap.checkout_note_max() THEN
+        PERFORM trovesnap.fail('invalid_input:note', format('at most %s characters', trovesnap.checkout_note_max()));
+    END IF;
     v_scan := trovesnap.change_value(p_changes, i.id, 'checkout_scan') #>> '{}';
     v_to := trovesnap.checkout_scan_status(v_scan);
     IF v_to IS NULL THEN

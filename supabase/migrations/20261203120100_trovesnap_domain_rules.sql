@@ -200,6 +200,12 @@ CREATE OR REPLACE FUNCTION trovesnap.sale_text_max() RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT 200 $$;
 
+-- checkout_note_max: the most characters of a checkout scan's note
+-- (domain.MaxCheckoutNoteLen).
+CREATE OR REPLACE FUNCTION trovesnap.checkout_note_max() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 280 $$;
+
 -- public_sale_statuses: the sale statuses a buyer may see (domain.PublicSaleStatuses).
 CREATE OR REPLACE FUNCTION trovesnap.public_sale_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE
@@ -421,7 +427,7 @@ INSERT INTO trovesnap.role_permissions (role, permission) VALUES
 ALTER TABLE trovesnap.role_permissions FORCE ROW LEVEL SECURITY;
 
 -- Nothing here is executable but by its owner.
-SELECT trovesnap.revoke_execute(ARRAY['action_tool', 'tool_perms', 'policy_may', 'bulk_field_perm', 'can_transition', 'page_limit', 'item_statuses', 'sale_statuses', 'proposal_statuses', 'search_page_limit', 'search_max_terms', 'broad_bulk_limit', 'public_item_status', 'public_sale_statuses', 'public_item_statuses', 'reportable_statuses', 'status_sources', 'grant_statuses', 'grant_issuers', 'policy_statuses', 'client_statuses', 'review_statuses', 'label_batch_statuses', 'disposition_sale_statuses', 'unsold_item_statuses', 'policy_name_max', 'max_import_rows', 'max_listed_ids', 'max_related_ids', 'policy_human_only', 'financial_fields', 'sale_completion_statuses', 'sale_text_max', 'new_sale_status', 'new_sale_visibility', 'new_sale_address_policy', 'checkout_transition', 'checkout_scan_status', 'checkout_scans', 'policy_checkout_scans', 'proposal_perms']);
+SELECT trovesnap.revoke_execute(ARRAY['action_tool', 'tool_perms', 'policy_may', 'bulk_field_perm', 'can_transition', 'page_limit', 'item_statuses', 'sale_statuses', 'proposal_statuses', 'search_page_limit', 'search_max_terms', 'broad_bulk_limit', 'public_item_status', 'public_sale_statuses', 'public_item_statuses', 'reportable_statuses', 'status_sources', 'grant_statuses', 'grant_issuers', 'policy_statuses', 'client_statuses', 'review_statuses', 'label_batch_statuses', 'disposition_sale_statuses', 'unsold_item_statuses', 'policy_name_max', 'max_import_rows', 'max_listed_ids', 'max_related_ids', 'policy_human_only', 'financial_fields', 'sale_completion_statuses', 'sale_text_max', 'new_sale_status', 'new_sale_visibility', 'new_sale_address_policy', 'checkout_transition', 'checkout_scan_status', 'checkout_scans', 'policy_checkout_scans', 'proposal_perms', 'checkout_note_max']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (40, '20261203120100_trovesnap_domain_rules');
 
