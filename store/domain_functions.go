@@ -37,6 +37,7 @@ var domainFunctions = map[string]domainFunction{
 	domain.ActionBindIdentity:     eachItem((*Store).setItemIdentity),
 	domain.ActionReleaseIdentity:  eachItem((*Store).setItemIdentity),
 	domain.ActionDisposition:      eachItem((*Store).applyDispositionAction),
+	domain.ActionCheckoutScan:     eachItem((*Store).recordCheckoutScan),
 }
 
 // itemFunction applies a proposal's changes to one item target, returning
@@ -261,9 +262,12 @@ func (s *Store) appendInventoryStatusEvent(ctx context.Context, tx *sql.Tx, prop
 	}
 	// The lifecycle history trove_list_status_events reads: an executed
 	// proposal is its source; an imported report is named by its proposal.
-	sourceType := "proposal"
-	if strings.HasPrefix(source, domain.ImportedSourcePrefix) {
-		sourceType = "status_import"
+	sourceType := domain.StatusSourceProposal
+	switch {
+	case strings.HasPrefix(source, domain.ImportedSourcePrefix):
+		sourceType = domain.StatusSourceImport
+	case source == domain.StatusSourceCheckout:
+		sourceType = domain.StatusSourceCheckout
 	}
 	if err := insertStatusEvent(ctx, tx, domain.StatusEvent{
 		ID: s.ids.New("status"), TenantID: prop.TenantID, ItemID: it.ID, SaleID: it.SaleID, FromStatus: it.Status, ToStatus: to,
@@ -414,29 +418,26 @@ func (s *Store) ApproveStatusImport(ctx context.Context, tenantID, candidateID, 
 	})
 }
 
-// RecordCheckoutScan records that checkout scanned an item's tag on a sale
-// day. It is an item-status operation, never payment processing.
-func (s *Store) RecordCheckoutScan(ctx context.Context, p domain.Principal, qrCode string) (string, error) {
-	if !p.Has(domain.PermCheckoutScan) {
-		return "", domain.Because(domain.ErrPermissionDenied, "%s may not scan", p.ActorID)
+// recordCheckoutScan is record_checkout_scan: the item moves to the status
+// its scan records (the lifecycle refuses what it does not allow), the
+// status event names the checkout scan as its source, and the scan is
+// recorded with the tag the item carries and the proposal it executes. It
+// is an item-status operation, never payment processing.
+func (s *Store) recordCheckoutScan(ctx context.Context, tx *sql.Tx, prop domain.Proposal, it domain.Item, changes map[string]any, now time.Time) (int, error) {
+	scan, _ := changes["checkout_scan"].(string)
+	to, ok := domain.CheckoutScanStatus(scan)
+	if !ok || changes["status"] != to {
+		return 0, domain.Because(domain.ErrTransitionInvalid, "proposal %s records no checkout scan of %s", prop.ID, it.ID)
 	}
-	var itemID string
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, "SELECT id FROM items WHERE tenant_id = ? AND qr_code = ? AND qr_code <> ''", p.TenantID, qrCode).Scan(&itemID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return domain.UnknownRef("qr_code", qrCode, false)
-		}
-		if err != nil {
-			return s.dbErr("scan", err)
-		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO checkout_scans (id, tenant_id, item_id, qr_code, scanned_by, scanned_at) VALUES (?, ?, ?, ?, ?, ?)",
-			s.ids.New("scan"), p.TenantID, itemID, qrCode, p.ActorID, ts(s.clock.Now()))
-		if err != nil {
-			return s.dbErr("scan", err)
-		}
-		return nil
-	})
-	return itemID, err
+	v, err := s.appendInventoryStatusEvent(ctx, tx, prop, it, to, "", domain.StatusSourceCheckout, now)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO checkout_scans (id, tenant_id, item_id, qr_code, scanned_by, scanned_at, scan, proposal_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.ids.New("scan"), prop.TenantID, it.ID, it.QRCode, prop.RequestedBy.ActorID, ts(now), scan, prop.ID); err != nil {
+		return 0, s.dbErr("checkout scan", err)
+	}
+	return v, nil
 }
 
 // CreatePublicAppraisalLink creates a shareable appraisal page for a

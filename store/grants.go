@@ -266,6 +266,11 @@ func (s *Store) CreatePolicy(ctx context.Context, pol domain.Policy) (domain.Pol
 		if !(domain.Principal{Role: role}).Has(domain.PermPolicyManage) {
 			return domain.Because(domain.ErrPermissionDenied, "%s may not manage policies", pol.CreatedBy)
 		}
+		// A checkout-scan policy is bounded to the scans a policy may
+		// authorise (a hold), as live's seller_validate_policy holds it.
+		if field, reason := domain.CheckoutPolicyRefusal(pol); reason != "" {
+			return domain.Invalid(field, reason)
+		}
 		for _, sale := range pol.Scope.EstateSaleIDs {
 			if err := s.checkRef(ctx, tx, "estate_sales", "scope.estate_sale_ids", sale, pol.TenantID); err != nil {
 				return err

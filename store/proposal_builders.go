@@ -54,6 +54,7 @@ var builders = map[string]builder{
 	domain.ActionDisposition:      (*Store).buildDisposition,
 	domain.ActionBuyerNotify:      (*Store).buildNotification,
 	domain.ActionExportDelivery:   (*Store).buildExportDelivery,
+	domain.ActionCheckoutScan:     (*Store).buildCheckoutScan,
 }
 
 // loadItem reads an item of the tenant inside tx (RefError otherwise).
@@ -216,6 +217,15 @@ func (s *Store) buildStatusTransition(ctx context.Context, tx *sql.Tx, p domain.
 		}
 		return kind, review, nil
 	})
+}
+
+func (s *Store) buildCheckoutScan(ctx context.Context, tx *sql.Tx, p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal) error {
+	prop.TargetKind = "item"
+	items, err := s.loadItems(ctx, tx, p, prop)
+	if err != nil {
+		return err
+	}
+	return domain.BuildCheckoutScan(p, d, prop, items)
 }
 
 func (s *Store) buildIdentity(ctx context.Context, tx *sql.Tx, p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal) error {

@@ -44,6 +44,8 @@ func sqliteChecks() []sqliteCheck {
 		{"export_drafts", "channel", domain.ExportChannels},
 		{"export_drafts", "status", domain.ExportStatuses()},
 		{"simulated_deliveries", "kind", domain.OutboundKinds()},
+		// '' on rows written before migration 0013 kept the scan.
+		{"checkout_scans", "scan", append([]string{""}, domain.CheckoutScans()...)},
 		{"event_outbox", "state", []string{OutboxPending, OutboxSent, OutboxRejected}},
 	}
 }

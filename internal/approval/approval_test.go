@@ -252,13 +252,17 @@ func TestHardening_ResolveRefusesAnotherClientsGrantAndPolicy(t *testing.T) {
 // §18.2 categories and explicit_human come from the registry, one entry per
 // action.
 func TestPolicy_RegistryDecidesWhatAPolicyMayAuthorise(t *testing.T) {
-	want := []string{"trove_execute_candidate_promotion", "trove_update_item_status", "trove_apply_bulk_item_update", "trove_bind_item_identity"}
+	want := []string{"trove_execute_candidate_promotion", "trove_update_item_status", "trove_apply_bulk_item_update", "trove_bind_item_identity",
+		"trove_record_checkout_scan"}
 	if got := PolicyAuthorisableTools(); !slices.Equal(got, want) {
 		t.Errorf("PolicyAuthorisableTools() = %v, want %v", got, want)
 	}
 	for _, a := range domain.Actions() {
 		pol := policy()
 		pol.AllowedTools = []string{a.Tool}
+		if a.Tool == domain.CheckoutScanTool { // bounded to the scans a policy may authorise
+			pol.Conditions.CheckoutScans = domain.PolicyCheckoutScans()
+		}
 		if err := ValidatePolicy(pol); (err == nil) != a.PolicyMay() {
 			t.Errorf("%s: a policy naming %s: %v", a.Action, a.Tool, err)
 		}

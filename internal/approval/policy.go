@@ -67,6 +67,9 @@ func ValidatePolicy(pol domain.Policy) error {
 			return domain.Invalid("scope.estate_sale_ids", "malformed sale id "+s)
 		}
 	}
+	if field, reason := domain.CheckoutPolicyRefusal(pol); reason != "" {
+		return domain.Invalid(field, reason)
+	}
 	return nil
 }
 

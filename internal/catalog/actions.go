@@ -19,6 +19,7 @@ var controlledActions = []func() Tool{
 	applyDispositionAction,
 	deliverExport,
 	archiveItem,
+	recordCheckoutScan,
 }
 
 // Controlled actions (spec §16) execute an approved proposal through the
@@ -140,5 +141,11 @@ func deliverExport() Tool {
 func archiveItem() Tool {
 	return action(actionDefinition("trove_archive_item", "Archive an item",
 		"Execute an approved archive proposal: calls append_inventory_status_event to move the item to archived, removing it from public view; archiving replaces deletion, and the item and its history are kept. Requires a proposal from trove_propose_status_transition (to_status archived) explicitly approved by the seller."+actionFooter,
+		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
+}
+
+func recordCheckoutScan() Tool {
+	return action(actionDefinition(domain.CheckoutScanTool, "Record a checkout scan",
+		"Execute an approved checkout-scan proposal: calls record_checkout_scan, which moves the item along the lifecycle (hold → on_hold, sold_pending_pickup → pending_pickup, picked_up → sold), appends its status event with source checkout_scan and records the scan. Requires a proposal from trove_propose_checkout_scan approved by the seller, or, for a hold only, a seller-configured bounded policy. Never records a payment, an amount or a sale price."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }

@@ -106,16 +106,6 @@ var itemFields = map[string][]string{
 	domain.RoleManager:   union(catalogingFields, pricingFields, checkoutFields),
 }
 
-// checkoutActions is what checkout may propose (to_status of
-// trove_propose_status_transition) from each status: hold an available
-// piece, record it paid awaiting pickup, or sold. The status transition
-// itself is re-validated by the domain when it executes.
-var checkoutActions = map[string][]string{
-	domain.ItemPublished:     {domain.ItemOnHold, domain.ItemPendingPickup, domain.ItemSold},
-	domain.ItemOnHold:        {domain.ItemPendingPickup, domain.ItemSold},
-	domain.ItemPendingPickup: {domain.ItemSold},
-}
-
 // union concatenates field groups, keeping the first of any repeat.
 func union(groups ...[]string) []string {
 	var out []string
@@ -193,12 +183,6 @@ func projectChanges(role string, changes []domain.FieldChange) []ChangeView {
 // ItemFieldsFor returns the projection of a role (nil for an unknown role).
 func ItemFieldsFor(role string) []string { return slices.Clone(itemFields[role]) }
 
-// CheckoutActionsFor returns the to_status values checkout may propose
-// from status (empty when none).
-func CheckoutActionsFor(status string) []string {
-	return append([]string{}, checkoutActions[status]...)
-}
-
 // itemIncludes tells the Backend which extras a role's projection needs, so
 // a role's read never even loads what it may not see.
 func itemIncludes(role string) domain.ItemIncludes {
@@ -256,7 +240,7 @@ func projectItem(role string, it domain.ItemDetail) ItemView {
 				v.QRCode = ptr(it.QRCode)
 			}
 		case fCheckoutActions:
-			v.CheckoutActions = CheckoutActionsFor(it.Status)
+			v.CheckoutActions = domain.CheckoutActionsFor(it.Status)
 		case fUpdated:
 			v.UpdatedAt = ptr(it.UpdatedAt)
 		}

@@ -19,6 +19,7 @@ var proposals = []func() Tool{
 	proposeIdentityBinding,
 	proposeDispositionAction,
 	proposeExportDelivery,
+	proposeCheckoutScan,
 }
 
 // Proposal tools (spec §14) build an immutable action proposal: exact
@@ -243,10 +244,15 @@ type ProposeStatusTransitionInput struct {
 }
 
 func proposeStatusTransition() Tool {
-	return proposalTool(proposalDefinition(
+	d := proposalDefinition(
 		"trove_propose_status_transition", "Propose an item status change",
-		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Never records payment or a sale price."+proposalFooter,
-		"propose_status_transition"), draftStatusTransition)
+		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Checkout (no proposal.create) may propose only the item's checkout_actions (hold, pending pickup, sold) for items of its assigned sales. Never records payment or a sale price."+proposalFooter,
+		"propose_status_transition")
+	// Checkout proposes the checkout transitions of its sales' items
+	// (domain.CheckoutActionsFor decides which); the other roles propose
+	// with proposal.create.
+	d.Permissions, d.AnyPermissions = nil, domain.ProposalPermissions(domain.ActionStatusTransition)
+	return proposalTool(d, draftStatusTransition)
 }
 
 func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraft, error) {
@@ -365,6 +371,37 @@ func proposeExportDelivery() Tool {
 func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, error) {
 	t, v := one(in.ExportID, 1) // a staged snapshot never changes; its items' versions are bound by the store
 	return domain.ProposalDraft{Action: domain.ActionExportDelivery, TargetIDs: t, ExpectedVersions: v}, nil
+}
+
+// ProposeCheckoutScanInput is the input of trove_propose_checkout_scan.
+type ProposeCheckoutScanInput struct {
+	WriteCommon
+	ItemID          string `json:"item_id" jsonschema:"the scanned item (trove_list_items shows checkout each item's QR tag and version)" ts:"id=item"`
+	ExpectedVersion int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
+	QRCode          string `json:"qr_code,omitempty" jsonschema:"the tag code the scanner read; when given it must be the item's tag" ts:"max=64,pattern=^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"`
+	Scan            string `json:"scan" jsonschema:"what the checkout line records: hold (the item goes on hold), sold_pending_pickup (sold, awaiting pickup) or picked_up (sold and gone)" ts:"enum=hold|sold_pending_pickup|picked_up"`
+	Note            string `json:"note,omitempty" jsonschema:"for the seller reviewing the scan, e.g. the buyer's first name for a hold; never a payment detail" ts:"max=280"`
+}
+
+func proposeCheckoutScan() Tool {
+	d := proposalDefinition(
+		"trove_propose_checkout_scan", "Propose recording a checkout scan",
+		"Propose recording one checkout scan of an item of your assigned sales, bound to the item's version: hold (→ on_hold), sold_pending_pickup (→ pending_pickup) or picked_up (→ sold), as the item lifecycle allows. Executed by trove_record_checkout_scan through record_checkout_scan, which records the scan and the status event (source checkout_scan). A seller-configured policy may authorise holds so the line does not wait; a sale completion (sold, pending pickup) always needs the seller's approval. Item-status operations only: never records a payment, an amount or a sale price."+proposalFooter,
+		"propose_checkout_scan")
+	d.Permissions = domain.ProposalPermissions(domain.ActionCheckoutScan)
+	return proposalTool(d, draftCheckoutScan)
+}
+
+func draftCheckoutScan(in ProposeCheckoutScanInput) (domain.ProposalDraft, error) {
+	t, v := one(in.ItemID, in.ExpectedVersion)
+	f := map[string]any{"scan": in.Scan}
+	if in.QRCode != "" {
+		f["qr_code"] = in.QRCode
+	}
+	if n := domain.CleanLine(in.Note); n != "" {
+		f["note"] = n
+	}
+	return domain.ProposalDraft{Action: domain.ActionCheckoutScan, TargetIDs: t, ExpectedVersions: v, Fields: f}, nil
 }
 
 // GetProposalInput is the input of trove_get_proposal.

@@ -313,8 +313,20 @@ func checkTier(t *testing.T, tool *Tool) {
 			t.Error("a persisted candidate write is a material low_write")
 		}
 	case TierActionProposal:
+		// A proposal needs proposal.create, except the sale-day proposals
+		// checkout makes (issue 16): a status change (proposal.create or
+		// item.update_status; the domain limits the latter to checkout's
+		// transitions) and a checkout scan (checkout.scan).
+		perms, anyOf := []string{domain.PermProposalCreate}, []string(nil)
+		switch tool.Name {
+		case "trove_propose_status_transition":
+			perms, anyOf = nil, []string{domain.PermProposalCreate, domain.PermItemUpdateStatus}
+		case "trove_propose_checkout_scan":
+			perms = []string{domain.PermCheckoutScan}
+		}
 		if !tool.Persists || !tool.Idempotent || tool.Risk != RiskLowWrite || tool.Approval != ApprovalNone ||
-			HintsFor(tool).Destructive || tool.Impact != proposalImpact || !slices.Equal(tool.Permissions, []string{domain.PermProposalCreate}) {
+			HintsFor(tool).Destructive || tool.Impact != proposalImpact || !slices.Equal(tool.Permissions, perms) ||
+			!slices.Equal(tool.AnyPermissions, anyOf) {
 			t.Errorf("a proposal is an idempotent, persisted, non-destructive low_write needing proposal.create: %+v", tool.Definition)
 		}
 		if !strings.HasPrefix(tool.Name, "trove_propose_") {

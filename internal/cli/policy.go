@@ -367,6 +367,9 @@ func policyShowRun(ctx context.Context, f *Factory, o *PolicyShowOptions) error 
 		fmt.Fprintf(w, "  tools %s · sales %s\n", strings.Join(p.AllowedTools, ","), strings.Join(p.Scope.EstateSaleIDs, ","))
 		_, err = fmt.Fprintf(w, "  ≤ %d items per run · fields %s · no conflicts %v · ≤ %d actions/day · $%.2f/day\n",
 			p.Conditions.MaxItemsPerRun, strings.Join(p.Conditions.PermittedFields, ","), p.Conditions.RequireNoConflicts, p.Limits.MaxDailyActions, p.Limits.MaxCostUSDPerDay)
+		if err == nil && len(p.Conditions.CheckoutScans) > 0 {
+			_, err = fmt.Fprintf(w, "  checkout scans %s\n", strings.Join(p.Conditions.CheckoutScans, ","))
+		}
 		return err
 	})
 }

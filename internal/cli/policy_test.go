@@ -93,3 +93,48 @@ func TestPolicy_CreateRefusesBroadOrUnknownDocuments(t *testing.T) {
 		t.Errorf("refused documents created %d policies", len(ps))
 	}
 }
+
+// holdPolicyYAML is the README's bounded hold policy for the checkout line.
+const holdPolicyYAML = `name: Checkout holds, Saturday sale
+tenant_id: tenant_123
+created_by: user_88
+allowed_tools: [trove_record_checkout_scan]
+scope: {estate_sale_ids: [sale_221]}
+conditions: {maximum_items_per_run: 1, permitted_fields: [checkout_scan, status, note], checkout_scans: [hold]}
+limits: {maximum_daily_actions: 200, maximum_cost_usd_per_day: 0}
+`
+
+// Sale day (issue 16): the policy file format takes a bounded hold policy
+// (stored with its checkout scans), and refuses one that would let a
+// policy record a sale completion, lists no scans, or lists scans for
+// another tool — nothing is created then.
+func TestPolicy_CreateBoundedHoldPolicy(t *testing.T) {
+	env, dir := tempEnv(t)
+	db := filepath.Join(dir, "p.db")
+	setPassphrase(t, env, db)
+	for name, doc := range map[string]string{
+		"picked up":          strings.Replace(holdPolicyYAML, "checkout_scans: [hold]", "checkout_scans: [hold, picked_up]", 1),
+		"no scans":           strings.Replace(holdPolicyYAML, ", checkout_scans: [hold]", "", 1),
+		"scans on tag binds": strings.Replace(holdPolicyYAML, "trove_record_checkout_scan", "trove_bind_item_identity", 1),
+	} {
+		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r := runP(t, env, "--db", db, "policy", "create", "--file", file); r.code != cli.ExitUsage || !strings.Contains(r.err, "checkout-scans") {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	file := filepath.Join(dir, "holds.yaml")
+	if err := os.WriteFile(file, []byte(holdPolicyYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runP(t, env, "--db", db, "policy", "create", "--file", file); r.code != cli.ExitOK {
+		t.Fatalf("the bounded hold policy: %+v", r)
+	}
+	var ps []domain.Policy
+	_ = json.Unmarshal([]byte(run(t, env, "--db", db, "policy", "list", "--tenant", fixtures.DemoTenantID, "--json").out), &ps)
+	if len(ps) != 1 || strings.Join(ps[0].Conditions.CheckoutScans, ",") != "hold" || ps[0].AllowedTools[0] != domain.CheckoutScanTool {
+		t.Fatalf("policies %+v", ps)
+	}
+}

@@ -23,7 +23,8 @@ var (
 	CredScoped    = token('e') // the sale-scoped cataloger (fixtures.LiveSaleID only)
 	CredPricer    = token('f') // the pricer of the demo tenant
 	CredUnknown   = token('g') // registered nowhere
-	CredCataloger = token('h') // a cataloger of the demo tenant who may propose (no pricing permission)
+	CredCataloger = token('i') // a cataloger of the demo tenant who may propose (no pricing permission)
+	CredCheckout  = token('h') // the checkout member assigned fixtures.PublishedSaleID only
 )
 
 // Client ids the dataset adds to the fixtures.
@@ -41,6 +42,15 @@ const (
 const (
 	ScopedManagerUserID   = "user_c5"
 	ScopedManagerMemberID = "membership_c5"
+)
+
+// A checkout member of fixtures.DemoTenantID assigned to
+// fixtures.PublishedSaleID only, and its client: what the sale-day cases
+// propose and execute as.
+const (
+	CheckoutUserID   = "user_c6"
+	CheckoutMemberID = "membership_c6"
+	CheckoutClientID = "mcp_client_c6"
 )
 
 func token(c byte) string { return domain.TokenPrefix + strings.Repeat(string(c), 52) }
@@ -80,5 +90,11 @@ func Dataset() domain.Dataset {
 		UserID: ScopedManagerUserID, Role: domain.RoleManager})
 	ds.SaleScopes = append(ds.SaleScopes, domain.SaleScope{MembershipID: ScopedManagerMemberID, TenantID: fixtures.DemoTenantID,
 		SaleIDs: []string{fixtures.LiveSaleID}})
+	ds.Users = append(ds.Users, domain.User{ID: CheckoutUserID, DisplayName: "Contract checkout", Email: "checkout-c6@heritage-estates.example"})
+	ds.Memberships = append(ds.Memberships, domain.Membership{ID: CheckoutMemberID, TenantID: fixtures.DemoTenantID,
+		UserID: CheckoutUserID, Role: domain.RoleCheckout})
+	ds.SaleScopes = append(ds.SaleScopes, domain.SaleScope{MembershipID: CheckoutMemberID, TenantID: fixtures.DemoTenantID,
+		SaleIDs: []string{fixtures.PublishedSaleID}})
+	add(CheckoutClientID, CheckoutUserID, domain.ClientActive, CredCheckout, "tenant_read", "action_proposal", "controlled_action")
 	return ds
 }

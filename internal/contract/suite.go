@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runReviewLimits(t, open) // suite_review_limits.go: Go's default and narrowed limits, in both backends
 	runReviewScope(t, open)  // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
 	runAuthority(t, open)    // suite_authority.go: a direct call is refused where the gate would refuse it
+	runCheckout(t, open)     // suite_checkout.go: sale day — checkout proposals, checkout scans, hold policies
 }
 
 var ctx = context.Background()

@@ -207,6 +207,10 @@ type PolicyConditions struct {
 	MaxItemsPerRun     int      `json:"maximum_items_per_run"`
 	PermittedFields    []string `json:"permitted_fields"`
 	RequireNoConflicts bool     `json:"require_no_conflicts"`
+	// CheckoutScans are the checkout scans a policy naming
+	// trove_record_checkout_scan authorises (only "hold" may be listed:
+	// CheckoutPolicyRefusal); empty for any other policy.
+	CheckoutScans []string `json:"checkout_scans,omitempty"`
 }
 
 // PolicyLimits bound a policy per day.

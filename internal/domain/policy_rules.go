@@ -78,6 +78,15 @@ func PolicyContentRefusal(pol Policy, p Proposal, now time.Time) string {
 			return "field not permitted by the policy: " + c.Field
 		}
 	}
+	// A checkout scan is authorised only for the scans the policy lists
+	// (a hold; the others were refused above as sale completion).
+	if p.Action == ActionCheckoutScan {
+		for _, c := range p.Changes {
+			if scan, _ := c.To.(string); c.Field == "checkout_scan" && !slices.Contains(pol.Conditions.CheckoutScans, scan) {
+				return "checkout scan not permitted by the policy: " + scan
+			}
+		}
+	}
 	if pol.Conditions.RequireNoConflicts && (p.Validation.Status != "valid" || len(p.Validation.Warnings) > 0) {
 		return "policy requires a proposal without conflicts or warnings"
 	}

@@ -440,7 +440,9 @@ type StatusCandidateLookup func(id string) (kind, review string, err error)
 // BuildStatusTransition builds a status_transition (or archive_item)
 // proposal. A transition that reviews an imported status names its
 // status_update candidate, which must have been approved; lookup is only
-// called then.
+// called then. A principal without proposal.create (checkout) may propose
+// only the checkout transitions from the item's status (CheckoutActionsFor)
+// of items in its assigned sales, and reviews no imported status.
 func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items []Item, lookup StatusCandidateLookup) error {
 	prop.TargetKind = "item"
 	to, _ := d.Fields["to_status"].(string)
@@ -450,6 +452,11 @@ func BuildStatusTransition(p Principal, d ProposalDraft, prop *Proposal, items [
 	it := items[0]
 	if to == ItemPublished {
 		return Invalid("to_status", "publication has its own proposal (trove_propose_item_publication)")
+	}
+	// Checkout (item.update_status without proposal.create) proposes the
+	// checkout transitions of its assigned sales' items only.
+	if err := statusProposalAuthority(p, it, to, d.StatusCandidateID); err != nil {
+		return err
 	}
 	if !CanTransition(it.Status, to) {
 		return Because(ErrTransitionInvalid, "item %s cannot go from %s to %s", it.ID, it.Status, to)

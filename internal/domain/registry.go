@@ -18,6 +18,7 @@ const (
 	ActionReleaseIdentity  = "release_identity"
 	ActionDisposition      = "disposition_action"
 	ActionExportDelivery   = "export_delivery"
+	ActionCheckoutScan     = "record_checkout_scan"
 )
 
 // Requirement is the approval a controlled action needs before it runs
@@ -92,6 +93,12 @@ var actions = []ActionSpec{
 	{Action: ActionExportDelivery, ProposalTool: "trove_propose_export_delivery", Tool: "trove_deliver_export",
 		Service: "exports", Operation: "deliver_export", Requirement: RequireExplicitHuman, HumanOnly: "external marketplace delivery",
 		Permissions: []string{PermExportDeliver}},
+	// A checkout scan moves an item along the lifecycle (hold, sold awaiting
+	// pickup, picked up) and records the scan; a policy may authorise only
+	// a hold (PolicyCheckoutScans: the others complete a sale, §18.2).
+	{Action: ActionCheckoutScan, ProposalTool: "trove_propose_checkout_scan", Tool: CheckoutScanTool,
+		Service: "checkout", Operation: "record_checkout_scan", Requirement: RequireHumanOrPolicy,
+		Permissions: []string{PermCheckoutScan, PermItemUpdateStatus}},
 	{Action: ActionArchiveItem, ProposalTool: "trove_propose_status_transition", Tool: "trove_archive_item",
 		Service: "inventory", Operation: "append_inventory_status_event", Requirement: RequireExplicitHuman, HumanOnly: "a destructive action",
 		Permissions: []string{PermItemUpdateStatus}},

@@ -12,7 +12,8 @@ import (
 // human-only category exactly where the approval is explicit_human.
 func TestRegistry_DeclaresEachActionOnce(t *testing.T) {
 	all := []string{ActionPromoteCandidate, ActionPublishItem, ActionPublishSale, ActionBulkItemUpdate, ActionStatusTransition,
-		ActionArchiveItem, ActionBuyerNotify, ActionBindIdentity, ActionReleaseIdentity, ActionDisposition, ActionExportDelivery}
+		ActionArchiveItem, ActionBuyerNotify, ActionBindIdentity, ActionReleaseIdentity, ActionDisposition, ActionExportDelivery,
+		ActionCheckoutScan}
 	seenAction, seenTool := map[string]bool{}, map[string]bool{}
 	for _, a := range Actions() {
 		if seenAction[a.Action] || seenTool[a.Tool] {

@@ -88,6 +88,7 @@ var liveActions = map[string]liveRules{
 	domain.ActionDisposition:      {build: buildDisposition},
 	domain.ActionBuyerNotify:      {build: buildNotification},
 	domain.ActionExportDelivery:   {build: buildExportDelivery},
+	domain.ActionCheckoutScan:     {build: buildCheckoutScan},
 }
 
 // stateFields are the draft's fields mcp_proposal_state needs besides the
@@ -177,6 +178,14 @@ func buildIdentity(p domain.Principal, d domain.ProposalDraft, prop *domain.Prop
 		}
 		return nil
 	})
+}
+
+func buildCheckoutScan(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
+	its, err := stateItems(prop, st)
+	if err != nil {
+		return err
+	}
+	return domain.BuildCheckoutScan(p, d, prop, its)
 }
 
 func buildDisposition(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {

@@ -256,6 +256,10 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 			"channels": []string{"email"}, "message_template": "Hello"}, a.at("item_1251")), []string{"empty_audience"}},
 		{"export delivery", authorityDraft(domain.ActionExportDelivery, nil, domain.TargetVersion{ID: export.ExportID, Version: 1}),
 			exportWarnings},
+		{"checkout scan: a hold with a note", authorityDraft(domain.ActionCheckoutScan, map[string]any{"scan": "hold",
+			"qr_code": "QR-221-0003", "note": "Ana, back at noon"}, a.at("item_1002")), nil},
+		{"checkout scan: picked up from pending pickup", authorityDraft(domain.ActionCheckoutScan, map[string]any{"scan": "picked_up"},
+			a.at("item_1042")), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -149,6 +149,9 @@ func (s *Seller) CreatePolicy(ctx context.Context, pol domain.Policy) (domain.Po
 			"permitted_fields": sellerList(pol.Conditions.PermittedFields), "require_no_conflicts": pol.Conditions.RequireNoConflicts},
 		"limits": map[string]any{"maximum_daily_actions": pol.Limits.MaxDailyActions, "maximum_cost_usd_per_day": pol.Limits.MaxCostUSDPerDay},
 	}
+	if len(pol.Conditions.CheckoutScans) > 0 { // the scans a checkout-scan policy authorises (a hold)
+		body["conditions"].(map[string]any)["checkout_scans"] = pol.Conditions.CheckoutScans
+	}
 	var out domain.Policy
 	if err := s.call(ctx, "seller_create_policy", map[string]any{"p_tenant_id": pol.TenantID, "p_policy": body}, &out); err != nil {
 		return domain.Policy{}, err

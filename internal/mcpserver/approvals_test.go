@@ -423,10 +423,18 @@ func TestStatus_TransitionsAndImportedStatus(t *testing.T) {
 	// Imported status without review.
 	wantCode(t, e.call("trove_propose_status_transition", map[string]any{"item_id": after.ID, "expected_version": after.Version, "to_status": "sold", "effective_at": eff,
 		"status_candidate_id": fixtures.DemoCandidateID, "idempotency_key": "st-prop-0003"}), "failed", "candidate_required")
-	// Checkout may execute status changes but not propose them; a cataloger may propose but not execute.
+	// Sale day (issue 16): checkout proposes status changes (its checkout
+	// transitions only, TestCheckout_SaleDayThroughAClient) and executes
+	// them, and records checkout scans, with no other proposal tool; a
+	// cataloger may propose but not execute.
 	_, tokCheckout := e.register(fixtures.DemoTenantID, fixtures.CheckoutUserID)
 	checkout := listNames(t, connect(t, e.gate, tokCheckout))
-	if !slices.Contains(checkout, "trove_update_item_status") || slices.Contains(checkout, "trove_propose_status_transition") {
+	for _, want := range []string{"trove_update_item_status", "trove_propose_status_transition", "trove_propose_checkout_scan", "trove_record_checkout_scan"} {
+		if !slices.Contains(checkout, want) {
+			t.Errorf("checkout tools %v lack %s", checkout, want)
+		}
+	}
+	if slices.Contains(checkout, "trove_propose_bulk_item_update") || slices.Contains(checkout, "trove_propose_item_publication") {
 		t.Errorf("checkout tools %v", checkout)
 	}
 	_, tokCat := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)

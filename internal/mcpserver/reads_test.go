@@ -165,7 +165,7 @@ func TestProjection_ExactFieldsPerRole(t *testing.T) {
 			if raw, ok := item["checkout_actions"]; ok {
 				var actions []string
 				_ = json.Unmarshal(raw, &actions)
-				if !slices.Equal(actions, catalog.CheckoutActionsFor(full.Status)) {
+				if !slices.Equal(actions, domain.CheckoutActionsFor(full.Status)) {
 					t.Errorf("checkout actions of a %s item = %v", full.Status, actions)
 				}
 			}

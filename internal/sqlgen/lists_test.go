@@ -60,6 +60,7 @@ func heldLists() []heldList {
 		col("outbound_requests.kind", domain.OutboundKinds()),
 		col("outbound_requests.status", domain.OutboundStatuses()),
 		col("item_dispositions.action", domain.DispositionActions()),
+		col("checkout_scans.scan", domain.CheckoutScans()),
 		{"function trovesnap.record_event", "coalesce(p_body ->> 'outcome', '')", domain.Outcomes(), ""},
 		{"function public.mcp_run_import", "coalesce(v_kind, '')", domain.ImportKinds(), ""},
 		{"function public.mcp_run_import", "coalesce(r ->> 'kind', '')", domain.ImportRowKinds(), ""},

@@ -25,7 +25,8 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
 	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
-	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy"}
+	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy",
+	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms", "checkout_note_max"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -230,6 +231,7 @@ CREATE OR REPLACE FUNCTION trovesnap.public_item_status(p_status text) RETURNS t
 		{"max_listed_ids", "the most ids an import result lists (domain.MaxListedIDs)", domain.MaxListedIDs},
 		{"max_related_ids", "the most ids of each related-record list of an\n-- import's event (domain.MaxRelatedIDs)", domain.MaxRelatedIDs},
 		{"sale_text_max", "the most characters of each text field of a new sale\n-- (domain.MaxSaleTextLen)", domain.MaxSaleTextLen},
+		{"checkout_note_max", "the most characters of a checkout scan's note\n-- (domain.MaxCheckoutNoteLen)", domain.MaxCheckoutNoteLen},
 	} {
 		if c.n <= 0 {
 			return nil, fmt.Errorf("%s: %d is no bound", c.name, c.n)
@@ -293,6 +295,66 @@ CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text
     AS $$ SELECT %s $$;
 `, c.name, c.what, c.name, lit(c.v))
 	}
+
+	w(`
+-- checkout_transition: whether a principal without proposal.create
+-- (checkout) may propose moving an item from one status to another
+-- (domain.CheckoutActionsFor).
+CREATE OR REPLACE FUNCTION trovesnap.checkout_transition(p_from text, p_to text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT coalesce(p_to = ANY (CASE p_from
+`)
+	for _, from := range domain.ItemStatuses() {
+		tos := domain.CheckoutActionsFor(from)
+		for _, to := range tos {
+			if !domain.CanTransition(from, to) {
+				return nil, fmt.Errorf("checkout action %s → %s is not a lifecycle transition", from, to)
+			}
+		}
+		if len(tos) > 0 {
+			w("            WHEN %s THEN %s\n", lit(from), array(tos))
+		}
+	}
+	w(`            ELSE ARRAY[]::text[] END), false)
+    $$;
+
+-- checkout_scan_status: the item status a checkout scan records
+-- (domain.CheckoutScanStatus); NULL for no such scan.
+CREATE OR REPLACE FUNCTION trovesnap.checkout_scan_status(p_scan text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE p_scan
+`)
+	for _, sc := range domain.CheckoutScans() {
+		to, _ := domain.CheckoutScanStatus(sc)
+		w("            WHEN %s THEN %s\n", lit(sc), lit(to))
+	}
+	w(`        END
+    $$;
+
+-- checkout_scans: every checkout scan (domain.CheckoutScans).
+CREATE OR REPLACE FUNCTION trovesnap.checkout_scans() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+
+-- policy_checkout_scans: the scans an automation policy may ever authorise
+-- (domain.PolicyCheckoutScans: a hold; the others complete a sale, §18.2).
+CREATE OR REPLACE FUNCTION trovesnap.policy_checkout_scans() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+
+-- proposal_perms: the permissions one of which proposing an action needs
+-- (domain.ProposalPermissions); NULL for no action.
+CREATE OR REPLACE FUNCTION trovesnap.proposal_perms(p_action text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE p_action
+`, array(domain.CheckoutScans()), array(domain.PolicyCheckoutScans()))
+	for _, a := range actions {
+		w("            WHEN %s THEN %s\n", lit(a.Action), array(domain.ProposalPermissions(a.Action)))
+	}
+	w("        END\n    $$;\n")
 
 	w(`
 -- role_permissions: the role → permission matrix (domain.RolePermissions),

@@ -22,11 +22,11 @@ BEGIN
     PERFORM set_config('trovesnap.system', 'on', true);
     FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
         'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events',
-        'item_change_history', 'item_dispositions', 'outbound_requests']
+        'item_change_history', 'item_dispositions', 'outbound_requests', 'checkout_scans']
     LOOP
         EXECUTE format('ALTER TABLE trovesnap.%I DISABLE TRIGGER USER', s);
     END LOOP;
-    TRUNCATE trovesnap.qr_labels, trovesnap.label_batches, trovesnap.search_keys,
+    TRUNCATE trovesnap.qr_labels, trovesnap.label_batches, trovesnap.search_keys, trovesnap.checkout_scans,
              trovesnap.item_status_events, trovesnap.item_provenance, trovesnap.policy_uses,
              trovesnap.automation_policy_versions, trovesnap.automation_policies, trovesnap.approval_grants,
              trovesnap.outbound_requests, trovesnap.item_dispositions, trovesnap.item_change_history, trovesnap.proposals,
@@ -39,7 +39,7 @@ BEGIN
              trovesnap.tenant_usage, trovesnap.users, trovesnap.tenants;
     FOREACH s IN ARRAY ARRAY['plugin_events', 'item_price_history', 'proposals', 'approval_grants',
         'automation_policy_versions', 'policy_uses', 'item_provenance', 'item_status_events',
-        'item_change_history', 'item_dispositions', 'outbound_requests']
+        'item_change_history', 'item_dispositions', 'outbound_requests', 'checkout_scans']
     LOOP
         EXECUTE format('ALTER TABLE trovesnap.%I ENABLE TRIGGER USER', s);
     END LOOP;
