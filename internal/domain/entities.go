@@ -125,6 +125,9 @@ const (
 	ReviewApproved    = "approved"
 	ReviewRejected    = "rejected"
 	ReviewPromoted    = "promoted"
+	// ReviewDuplicate: a reviewer found the candidate duplicates another
+	// candidate or an item (DuplicateOf*); like rejected, it is closed.
+	ReviewDuplicate = "duplicate"
 )
 
 // Candidate kinds.
@@ -134,25 +137,30 @@ const (
 
 // Candidate is a reviewable, non-canonical proposal for inventory (P5).
 type Candidate struct {
-	ID                 string    `json:"id"`
-	TenantID           string    `json:"tenant_id"`
-	SaleID             string    `json:"sale_id"`
-	Kind               string    `json:"kind"`
-	Title              string    `json:"title"`
-	Description        string    `json:"description"`
-	Category           string    `json:"category"`
-	Room               string    `json:"room"`
-	Condition          string    `json:"condition"`
-	Quantity           int       `json:"quantity"`
-	SuppliedPriceCents *int64    `json:"supplied_price_cents"`
-	Notes              string    `json:"notes"`
-	ReviewStatus       string    `json:"review_status"`
-	SourceDescriptorID string    `json:"source_descriptor_id"`
-	ImportRunID        string    `json:"import_run_id"`
-	SourceRecordID     string    `json:"source_record_id"`
-	CreatedByClientID  string    `json:"created_by_client_id"`
-	Version            int       `json:"version"`
-	CreatedAt          time.Time `json:"created_at"`
+	ID                 string `json:"id"`
+	TenantID           string `json:"tenant_id"`
+	SaleID             string `json:"sale_id"`
+	Kind               string `json:"kind"`
+	Title              string `json:"title"`
+	Description        string `json:"description"`
+	Category           string `json:"category"`
+	Room               string `json:"room"`
+	Condition          string `json:"condition"`
+	Quantity           int    `json:"quantity"`
+	SuppliedPriceCents *int64 `json:"supplied_price_cents"`
+	Notes              string `json:"notes"`
+	ReviewStatus       string `json:"review_status"`
+	// The review's record (ReviewCandidate): what a duplicate duplicates,
+	// and the reviewer's reason; empty when not reviewed.
+	DuplicateOfCandidateID string    `json:"duplicate_of_candidate_id"`
+	DuplicateOfItemID      string    `json:"duplicate_of_item_id"`
+	ReviewReason           string    `json:"review_reason"`
+	SourceDescriptorID     string    `json:"source_descriptor_id"`
+	ImportRunID            string    `json:"import_run_id"`
+	SourceRecordID         string    `json:"source_record_id"`
+	CreatedByClientID      string    `json:"created_by_client_id"`
+	Version                int       `json:"version"`
+	CreatedAt              time.Time `json:"created_at"`
 }
 
 // SourceDescriptor says where ingested data comes from (an MCP client, a CSV

@@ -25,7 +25,8 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
 	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
-	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy"}
+	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy",
+	"candidate_review_actions", "candidate_review_to"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -293,6 +294,32 @@ CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS text
     AS $$ SELECT %s $$;
 `, c.name, c.what, c.name, lit(c.v))
 	}
+
+	w(`
+-- candidate_review_actions: every action of a candidate review
+-- (domain.CandidateReviewActions).
+CREATE OR REPLACE FUNCTION trovesnap.candidate_review_actions() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+
+-- candidate_review_to: the review status a review action leaves a
+-- candidate of review status p_from in (domain.ReviewStepTo); NULL when
+-- the action is not allowed from there.
+CREATE OR REPLACE FUNCTION trovesnap.candidate_review_to(p_action text, p_from text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE
+`, array(domain.CandidateReviewActions()))
+	for _, st := range domain.CandidateReviewSteps() {
+		if !slices.Contains(domain.CandidateReviewActions(), st.Action) || !slices.Contains(domain.ReviewStatuses(), st.From) ||
+			!slices.Contains(domain.ReviewStatuses(), st.To) {
+			return nil, fmt.Errorf("review step %+v: unknown action or status", st)
+		}
+		w("            WHEN p_action = %s AND p_from = %s THEN %s\n", lit(st.Action), lit(st.From), lit(st.To))
+	}
+	w(`        END
+    $$;
+`)
 
 	w(`
 -- role_permissions: the role → permission matrix (domain.RolePermissions),
