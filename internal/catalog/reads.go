@@ -444,6 +444,7 @@ type CandidateCounts struct {
 	Approved    int `json:"approved"`
 	Rejected    int `json:"rejected"`
 	Promoted    int `json:"promoted"`
+	Duplicate   int `json:"duplicate"`
 }
 
 // GetImportRunInput is the input of trove_get_import_run.
@@ -482,7 +483,7 @@ func getImportRun() Tool {
 		}
 		out := GetImportRunOutput{Run: importRunView(d.Run), RecordsNextCursor: d.RecordsNextCursor,
 			Candidates: CandidateCounts{NeedsReview: d.Candidates.NeedsReview, Approved: d.Candidates.Approved,
-				Rejected: d.Candidates.Rejected, Promoted: d.Candidates.Promoted},
+				Rejected: d.Candidates.Rejected, Promoted: d.Candidates.Promoted, Duplicate: d.Candidates.Duplicate},
 			Records: make([]SourceRecordView, 0, len(d.Records))}
 		for _, r := range d.Records {
 			out.Records = append(out.Records, SourceRecordView{ID: r.ID, Ordinal: r.Ordinal, PayloadHash: r.PayloadHash,

@@ -153,7 +153,17 @@ func testReviewCandidate(t *testing.T, in Instance) {
 		t.Fatalf("the original changed: %+v", c)
 	}
 
-	// A duplicate of an item: the item is not touched.
+	// A duplicate of an item: the item is not touched, and the candidate's
+	// import run counts it as a duplicate.
+	runCounts := func() domain.ReviewCounts {
+		t.Helper()
+		d, err := b.GetImportRun(ctx, p, domain.ImportRunDetailQuery{RunID: getCandidate(t, b, p, revNeedsDraft).ImportRunID})
+		if err != nil {
+			t.Fatalf("GetImportRun: %v", err)
+		}
+		return d.Candidates
+	}
+	countsBefore := runCounts()
 	res, out, err = b.ReviewCandidate(ctx, p, reviewMeta(p, "rev-4", "sha256:v4", "event_v4"), domain.CandidateReview{
 		CandidateID: revNeedsDraft, ExpectedVersion: 1, Action: domain.ReviewActionMarkDuplicate, DuplicateOfItemID: revDraftItem, Reason: "already catalogued"})
 	if err != nil {
@@ -162,6 +172,10 @@ func testReviewCandidate(t *testing.T, in Instance) {
 	wantReviewed(t, b, p, res, revNeedsDraft, domain.ReviewDuplicate, 2, "", revDraftItem, "already catalogued")
 	if !slices.Equal(out.Related.ItemIDs, []string{revDraftItem}) {
 		t.Fatalf("outcome = %+v", out)
+	}
+	if got, want := runCounts(), (domain.ReviewCounts{NeedsReview: countsBefore.NeedsReview - 1, Approved: countsBefore.Approved,
+		Rejected: countsBefore.Rejected, Promoted: countsBefore.Promoted, Duplicate: countsBefore.Duplicate + 1}); got != want {
+		t.Fatalf("the run's counts = %+v, want %+v", got, want)
 	}
 	if it := item(); it.Version != itemBefore.Version || it.Status != itemBefore.Status || it.Title != itemBefore.Title {
 		t.Fatalf("the item changed: %+v, was %+v", it, itemBefore)

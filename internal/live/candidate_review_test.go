@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/contract"
+	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/live/pgtest"
 )
 
@@ -99,5 +101,30 @@ func TestAuthority_ReviewCandidateRPCDecidesItself(t *testing.T) {
 	}
 	if got := candidateState(t, env, cand); got != "rejected v2 - - not for sale" {
 		t.Fatalf("stored = %q", got)
+	}
+}
+
+// The generated review lookups answer as the domain for every action and
+// every status (and for values that are neither).
+func TestGeneratedRules_CandidateReviewAnswersAsTheDomain(t *testing.T) {
+	conn := superConn(t, pgtest.Need(t))
+	var acts []string
+	if err := conn.QueryRow(ctx, "SELECT trovesnap.candidate_review_actions()").Scan(&acts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(acts, domain.CandidateReviewActions()) {
+		t.Fatalf("candidate_review_actions() = %v, domain %v", acts, domain.CandidateReviewActions())
+	}
+	for _, a := range append(domain.CandidateReviewActions(), "approve", "") {
+		for _, from := range append(domain.ReviewStatuses(), "deleted", "") {
+			var got *string
+			if err := conn.QueryRow(ctx, "SELECT trovesnap.candidate_review_to($1, $2)", a, from).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			want := domain.ReviewStepTo(a, from)
+			if (got == nil) != (want == "") || got != nil && *got != want {
+				t.Errorf("candidate_review_to(%q, %q) = %v, domain %q", a, from, got, want)
+			}
+		}
 	}
 }

@@ -25,7 +25,7 @@
 --
 -- candidate_json carries the new columns, so mcp_list_candidates,
 -- mcp_get_candidate and mcp_proposal_state return them unchanged
--- otherwise.
+-- otherwise; mcp_get_import_run counts a run's duplicates too.
 
 SET ROLE trovesnap_owner;
 
@@ -55,6 +55,59 @@ CREATE OR REPLACE FUNCTION trovesnap.candidate_json(c trovesnap.inventory_candid
             'source_record_id', coalesce(c.source_record_id, ''), 'created_by_client_id', coalesce(c.created_by_client_id, ''),
             'version', c.version, 'created_at', trovesnap.ts(c.created_at))
     $$;
+
+-- mcp_get_import_run (migration 5, moved into trovesnap by migration 29;
+-- same signature, so its wrapper stays) plus the run's duplicate
+-- candidates in its counts.
+CREATE OR REPLACE FUNCTION trovesnap.mcp_get_import_run(p_credential_hash text, p_run_id text, p_limit integer DEFAULT NULL,
+                                          p_after_ordinal bigint DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    p       trovesnap.principal;
+    v_limit integer;
+    r       trovesnap.import_runs;
+    v_kind  text;
+    v_recs  jsonb;
+    v_page  jsonb;
+BEGIN
+    p := trovesnap.enter_read(p_credential_hash, ARRAY['import.read']);
+    v_limit := trovesnap.page_limit(p_limit);
+    IF p_after_ordinal < 0 THEN
+        PERFORM trovesnap.fail('invalid_input:cursor', 'not a cursor of this list: start again without a cursor');
+    END IF;
+    PERFORM trovesnap.check_ref('import_runs', 'run_id', coalesce(p_run_id, ''));
+    SELECT * INTO r FROM trovesnap.import_runs WHERE id = p_run_id;
+    PERFORM trovesnap.check_assigned(p, r.sale_id);
+    SELECT d.kind INTO v_kind FROM trovesnap.source_descriptors d
+    WHERE d.tenant_id = r.tenant_id AND d.id = r.source_descriptor_id;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', sr.id, 'tenant_id', sr.tenant_id, 'import_run_id', sr.import_run_id,
+               'ordinal', sr.ordinal, 'payload_hash', sr.payload_hash, 'payload', sr.payload,
+               'created_at', trovesnap.ts(sr.created_at)) ORDER BY sr.ordinal), '[]') INTO v_recs
+    FROM (SELECT * FROM trovesnap.source_records x
+          WHERE x.tenant_id = r.tenant_id AND x.import_run_id = r.id AND x.ordinal > coalesce(p_after_ordinal, 0)
+          ORDER BY x.ordinal
+          LIMIT v_limit + 1) sr;
+    -- Key the page by ordinal; the candidates of the records kept only.
+    v_page := trovesnap.page((SELECT coalesce(jsonb_agg(e || jsonb_build_object('k', e ->> 'ordinal') ORDER BY n), '[]')
+                              FROM jsonb_array_elements(v_recs) WITH ORDINALITY AS x(e, n)), v_limit, 'k');
+    RETURN jsonb_build_object(
+        'run', trovesnap.run_json(r, v_kind),
+        'candidates', (SELECT jsonb_build_object(
+                'needs_review', count(*) FILTER (WHERE c.review_status = 'needs_review'),
+                'approved', count(*) FILTER (WHERE c.review_status = 'approved'),
+                'rejected', count(*) FILTER (WHERE c.review_status = 'rejected'),
+                'promoted', count(*) FILTER (WHERE c.review_status = 'promoted'),
+                'duplicate', count(*) FILTER (WHERE c.review_status = 'duplicate'))
+            FROM trovesnap.inventory_candidates c WHERE c.tenant_id = r.tenant_id AND c.import_run_id = r.id),
+        'records', (SELECT coalesce(jsonb_agg((e - 'k') || jsonb_build_object('candidate_ids', coalesce((
+                        SELECT jsonb_agg(c.id ORDER BY c.created_at, c.id) FROM trovesnap.inventory_candidates c
+                        WHERE c.tenant_id = r.tenant_id AND c.source_record_id = e ->> 'id'), '[]')) ORDER BY n), '[]')
+                    FROM jsonb_array_elements(v_page -> 'rows') WITH ORDINALITY AS x(e, n)),
+        'next', v_page -> 'next');
+END
+$$;
 
 -- mcp_review_candidate: the body; public.mcp_review_candidate below counts
 -- the call in its class and passes the request's token hash.
