@@ -13,8 +13,8 @@ import (
 )
 
 // Migration 0012 rebuilds inventory_candidates (SQLite cannot change a
-// CHECK). On a file seeded at 0011 with the fixtures — candidates that
-// other tables reference (status reports, media, provenance) — it keeps
+// CHECK). On a file seeded at 0011 with the fixtures plus a status report
+// (a candidate candidate_item_changes references by foreign key) it keeps
 // every row and column value, every index and trigger of the table
 // (0001, 0010) with the same text, tenant_usage as it was, and every
 // foreign key resolved; and the new CHECK takes 'duplicate'.
@@ -31,6 +31,16 @@ func TestMigration0012_RebuildKeepsRowsIndexesTriggersAndUsage(t *testing.T) {
 	migrations = all
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A status report: a candidate that candidate_item_changes references,
+	// so the rebuild has a referencing row to resolve again.
+	p, err := s.ResolvePrincipal(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateStatusReport(context.Background(), p, metaFor(p, "trove_create_status_update_candidate", "mig-1", "sha256:m1", "event_m1"),
+		domain.NewStatusReport{ItemID: fixtures.DemoItemID, ReportedStatus: domain.ItemSold, EffectiveAt: epoch, Source: domain.ReportSellerConfirmed}); err != nil {
+		t.Fatalf("status report at 0011: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -56,8 +66,8 @@ func TestMigration0012_RebuildKeepsRowsIndexesTriggersAndUsage(t *testing.T) {
 	children := queryStrings(t, db, `SELECT 'changes ' || count(*) FROM candidate_item_changes
 		UNION ALL SELECT 'provenance ' || count(*) FROM item_provenance`)
 	beforeSchema, beforeRows, beforeUsage := schema(), rows(), usage()
-	if len(beforeRows) == 0 || len(beforeSchema) != 10 {
-		t.Fatalf("seeded at 0011: %d candidates, schema %v", len(beforeRows), beforeSchema)
+	if len(beforeRows) == 0 || len(beforeSchema) != 10 || children[0] == "changes 0" {
+		t.Fatalf("seeded at 0011: %d candidates, schema %v, referencing rows %v", len(beforeRows), beforeSchema, children)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

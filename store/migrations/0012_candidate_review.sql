@@ -7,7 +7,7 @@
 -- SQLite cannot change a CHECK in place, so inventory_candidates is rebuilt
 -- with every column, constraint, index and trigger it had (0001 and 0010)
 -- plus the new ones. Other tables reference it (candidate_item_changes,
--- candidate_media, draft_revisions, item_provenance …): with foreign keys
+-- candidate_media, draft_revisions): with foreign keys
 -- deferred, dropping the old table leaves their rows unresolved for a
 -- moment and inserting the same rows into the new one resolves them again,
 -- so the commit's foreign key check passes exactly when every row came
