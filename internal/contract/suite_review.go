@@ -346,6 +346,19 @@ func testReviewAndPromotion(t *testing.T, in Instance) {
 	_, _, err := f.execute(b, p, prop, allowed(prop, g.ID))
 	wantErr(t, err, domain.ErrStaleVersion, "promoting a candidate rejected after the proposal")
 	f.unchanged(before, "a stale promotion")
+	// A rejected or duplicate candidate is not open: it cannot be proposed
+	// for promotion until it is reopened.
+	c = getCandidate(t, b, p, revNeeds)
+	before = in.Counts(t)
+	_, _, err = f.propose(p, promotionDraft(c.ID, c.Version, nil))
+	wantErr(t, err, domain.ErrTransitionInvalid, "proposing the promotion of a rejected candidate")
+	f.unchanged(before, "a refused promotion proposal")
+	if _, _, err := b.ReviewCandidate(ctx, p, reviewMeta(p, "rev-p0", "sha256:p0", "event_vp0"), domain.CandidateReview{
+		CandidateID: revNeedsDraft, ExpectedVersion: 1, Action: domain.ReviewActionMarkDuplicate, DuplicateOfItemID: revDraftItem, Reason: "same"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = f.propose(p, promotionDraft(revNeedsDraft, 2, nil))
+	wantErr(t, err, domain.ErrTransitionInvalid, "proposing the promotion of a duplicate")
 
 	// Promoted is final: no review action; a duplicate may point at it.
 	c = getCandidate(t, b, p, revNeeds3)
