@@ -151,10 +151,11 @@ type Candidate struct {
 	Notes              string `json:"notes"`
 	ReviewStatus       string `json:"review_status"`
 	// The review's record (ReviewCandidate): what a duplicate duplicates,
-	// and the reviewer's reason; empty when not reviewed.
-	DuplicateOfCandidateID string    `json:"duplicate_of_candidate_id"`
-	DuplicateOfItemID      string    `json:"duplicate_of_item_id"`
-	ReviewReason           string    `json:"review_reason"`
+	// and the reviewer's reason; empty (and left out of JSON, so the
+	// fixtures' dataset does not change) when not reviewed.
+	DuplicateOfCandidateID string    `json:"duplicate_of_candidate_id,omitempty"`
+	DuplicateOfItemID      string    `json:"duplicate_of_item_id,omitempty"`
+	ReviewReason           string    `json:"review_reason,omitempty"`
 	SourceDescriptorID     string    `json:"source_descriptor_id"`
 	ImportRunID            string    `json:"import_run_id"`
 	SourceRecordID         string    `json:"source_record_id"`
