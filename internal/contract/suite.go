@@ -70,10 +70,12 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runHardeningRates(t, open)
 	runHardeningQuota(t, open) // suite_hardening_quota.go: signed cursors, the candidate quota
 	runHardeningLimits(t, open)
-	runReviewLimits(t, open)    // suite_review_limits.go: Go's default and narrowed limits, in both backends
-	runReviewScope(t, open)     // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
-	runAuthority(t, open)       // suite_authority.go: a direct call is refused where the gate would refuse it
-	runCandidateReview(t, open) // suite_review.go: reject, mark duplicate, reopen
+	runReviewLimits(t, open) // suite_review_limits.go: Go's default and narrowed limits, in both backends
+	runReviewScope(t, open)  // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
+	runAuthority(t, open)    // suite_authority.go: a direct call is refused where the gate would refuse it
+
+	// suite_review.go: candidate review (reject, mark duplicate, reopen).
+	runCandidateReview(t, open)
 }
 
 var ctx = context.Background()

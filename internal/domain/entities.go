@@ -137,31 +137,32 @@ const (
 
 // Candidate is a reviewable, non-canonical proposal for inventory (P5).
 type Candidate struct {
-	ID                 string `json:"id"`
-	TenantID           string `json:"tenant_id"`
-	SaleID             string `json:"sale_id"`
-	Kind               string `json:"kind"`
-	Title              string `json:"title"`
-	Description        string `json:"description"`
-	Category           string `json:"category"`
-	Room               string `json:"room"`
-	Condition          string `json:"condition"`
-	Quantity           int    `json:"quantity"`
-	SuppliedPriceCents *int64 `json:"supplied_price_cents"`
-	Notes              string `json:"notes"`
-	ReviewStatus       string `json:"review_status"`
+	ID                 string    `json:"id"`
+	TenantID           string    `json:"tenant_id"`
+	SaleID             string    `json:"sale_id"`
+	Kind               string    `json:"kind"`
+	Title              string    `json:"title"`
+	Description        string    `json:"description"`
+	Category           string    `json:"category"`
+	Room               string    `json:"room"`
+	Condition          string    `json:"condition"`
+	Quantity           int       `json:"quantity"`
+	SuppliedPriceCents *int64    `json:"supplied_price_cents"`
+	Notes              string    `json:"notes"`
+	ReviewStatus       string    `json:"review_status"`
+	SourceDescriptorID string    `json:"source_descriptor_id"`
+	ImportRunID        string    `json:"import_run_id"`
+	SourceRecordID     string    `json:"source_record_id"`
+	CreatedByClientID  string    `json:"created_by_client_id"`
+	Version            int       `json:"version"`
+	CreatedAt          time.Time `json:"created_at"`
+
 	// The review's record (ReviewCandidate): what a duplicate duplicates,
 	// and the reviewer's reason; empty (and left out of JSON, so the
 	// fixtures' dataset does not change) when not reviewed.
-	DuplicateOfCandidateID string    `json:"duplicate_of_candidate_id,omitempty"`
-	DuplicateOfItemID      string    `json:"duplicate_of_item_id,omitempty"`
-	ReviewReason           string    `json:"review_reason,omitempty"`
-	SourceDescriptorID     string    `json:"source_descriptor_id"`
-	ImportRunID            string    `json:"import_run_id"`
-	SourceRecordID         string    `json:"source_record_id"`
-	CreatedByClientID      string    `json:"created_by_client_id"`
-	Version                int       `json:"version"`
-	CreatedAt              time.Time `json:"created_at"`
+	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id,omitempty"`
+	DuplicateOfItemID      string `json:"duplicate_of_item_id,omitempty"`
+	ReviewReason           string `json:"review_reason,omitempty"`
 }
 
 // SourceDescriptor says where ingested data comes from (an MCP client, a CSV
