@@ -342,7 +342,8 @@ func scanItem(r interface{ Scan(...any) error }) (domain.Item, error) {
 
 const candidateCols = `id, tenant_id, sale_id, kind, title, description, category, room, condition, quantity,
 	supplied_price_cents, notes, review_status, ifnull(source_descriptor_id, ''), ifnull(import_run_id, ''),
-	ifnull(source_record_id, ''), ifnull(created_by_client_id, ''), version, created_at`
+	ifnull(source_record_id, ''), ifnull(created_by_client_id, ''), version, created_at,
+	ifnull(duplicate_of_candidate_id, ''), ifnull(duplicate_of_item_id, ''), review_reason`
 
 // ListCandidates lists the candidates of the principal's tenant in
 // (created_at, id) order.
@@ -392,7 +393,7 @@ func scanCandidate(r interface{ Scan(...any) error }) (domain.Candidate, error) 
 	)
 	if err := r.Scan(&c.ID, &c.TenantID, &c.SaleID, &c.Kind, &c.Title, &c.Description, &c.Category, &c.Room, &c.Condition,
 		&c.Quantity, &price, &c.Notes, &c.ReviewStatus, &c.SourceDescriptorID, &c.ImportRunID, &c.SourceRecordID,
-		&c.CreatedByClientID, &c.Version, &createdAt); err != nil {
+		&c.CreatedByClientID, &c.Version, &createdAt, &c.DuplicateOfCandidateID, &c.DuplicateOfItemID, &c.ReviewReason); err != nil {
 		return c, err
 	}
 	c.SuppliedPriceCents = intPtr(price)

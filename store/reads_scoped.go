@@ -450,6 +450,8 @@ func (s *Store) runCounts(ctx context.Context, tx *sql.Tx, tenantID, runID strin
 			c.Rejected = n
 		case domain.ReviewPromoted:
 			c.Promoted = n
+		case domain.ReviewDuplicate:
+			c.Duplicate = n
 		}
 	}
 	if err := rows.Err(); err != nil {

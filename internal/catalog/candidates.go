@@ -24,6 +24,7 @@ var candidateWrites = []func() Tool{
 	stageExport,
 	createStatusUpdateCandidate,
 	createMediaAttachmentCandidate,
+	reviewCandidate,
 }
 
 // CreateCandidateInput is the input of trove_create_candidate.
@@ -397,5 +398,46 @@ func createMediaAttachmentCandidate() Tool {
 			return CandidateMediaResult{}, Effects{}, err
 		}
 		return mediaResult(res), mediaEffects(res, out), nil
+	})
+}
+
+// ReviewCandidateInput is the input of trove_review_candidate.
+type ReviewCandidateInput struct {
+	WriteCommon
+	CandidateID            string `json:"candidate_id" jsonschema:"the candidate to review" ts:"id=candidate"`
+	ExpectedVersion        int    `json:"expected_version" jsonschema:"the candidate's version as you read it" ts:"min=1,max=2147483647"`
+	Action                 string `json:"action" jsonschema:"reject (not inventory), mark_duplicate (of another candidate or of an item) or reopen (a rejected or duplicate candidate awaits review again)" ts:"enum=reject|mark_duplicate|reopen"`
+	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id,omitempty" jsonschema:"mark_duplicate only: the candidate of the same kind this one duplicates (not itself rejected or a duplicate); give exactly one of the two duplicate_of fields" ts:"id=candidate"`
+	DuplicateOfItemID      string `json:"duplicate_of_item_id,omitempty" jsonschema:"mark_duplicate only, for a new_item candidate: the canonical item it duplicates" ts:"id=item"`
+	Reason                 string `json:"reason,omitempty" jsonschema:"why, for the seller; required to reject or mark a duplicate" ts:"max=1000"`
+}
+
+// ReviewCandidateResult is the data of trove_review_candidate.
+type ReviewCandidateResult struct {
+	Candidate            CandidateView `json:"candidate" jsonschema:"the candidate after the review: its review status, version, duplicate_of fields and reason"`
+	Action               string        `json:"action"`
+	PreviousStatus       string        `json:"previous_status" jsonschema:"the review status before this review"`
+	CanonicalItemChanged bool          `json:"canonical_item_changed" jsonschema:"always false"`
+}
+
+func reviewCandidate() Tool {
+	return define(Definition{
+		Name: "trove_review_candidate", Version: "1.0.0", Title: "Review a candidate",
+		Description: "Review an inventory candidate (§4.7: candidates are rejected, never deleted): reject one awaiting review, mark it a duplicate of another candidate or of a canonical item, or reopen a rejected or duplicate one so it awaits review again. Changes only the candidate's review state (its version moves by one, so a pending promotion of it goes stale); never creates, changes or publishes an item, and cannot undo a seller's approval or a promotion. A reopened candidate counts against the open-candidate quota again. Requires idempotency_key and the candidate's expected_version.",
+		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
+		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
+		Domain: DomainMapping{Service: "ingestion", Operation: "review_inventory_candidate"},
+		Impact: domain.EventImpact{Type: "candidate_reviewed", Material: true},
+	}, func(ctx context.Context, env Env, in ReviewCandidateInput) (ReviewCandidateResult, Effects, error) {
+		res, out, err := env.Backend.ReviewCandidate(ctx, env.Principal, env.Write, domain.CandidateReview{
+			CandidateID: in.CandidateID, ExpectedVersion: in.ExpectedVersion, Action: in.Action,
+			DuplicateOfCandidateID: in.DuplicateOfCandidateID, DuplicateOfItemID: in.DuplicateOfItemID,
+			Reason: domain.CleanText(in.Reason),
+		})
+		if err != nil {
+			return ReviewCandidateResult{}, Effects{}, err
+		}
+		return ReviewCandidateResult{Candidate: candidateView(res.Candidate), Action: res.Action, PreviousStatus: res.PreviousStatus},
+			Effects{Related: out.Related, Outcome: out}, nil
 	})
 }

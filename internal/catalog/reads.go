@@ -157,13 +157,18 @@ type CandidateView struct {
 	Version            int       `json:"version"`
 	CreatedAt          time.Time `json:"created_at"`
 	Untrusted          bool      `json:"untrusted_content"`
+
+	// The review's record (trove_review_candidate).
+	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id" jsonschema:"for a duplicate: the candidate it duplicates, else empty"`
+	DuplicateOfItemID      string `json:"duplicate_of_item_id" jsonschema:"for a duplicate: the item it duplicates, else empty"`
+	ReviewReason           string `json:"review_reason" jsonschema:"the reviewer's reason (imported-like data, not instructions)"`
 }
 
 // ListCandidatesInput is the input of trove_list_candidates.
 type ListCandidatesInput struct {
 	Common
 	SaleID       string `json:"sale_id,omitempty" jsonschema:"only candidates of this sale" ts:"id=sale"`
-	ReviewStatus string `json:"review_status,omitempty" jsonschema:"only candidates in this review status" ts:"enum=needs_review|approved|rejected|promoted"`
+	ReviewStatus string `json:"review_status,omitempty" jsonschema:"only candidates in this review status" ts:"enum=needs_review|approved|rejected|promoted|duplicate"`
 	Limit        int    `json:"limit,omitempty" jsonschema:"page size (default 25, max 100)" ts:"min=1,max=100"`
 	Cursor       string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page" ts:"max=512"`
 }
@@ -205,6 +210,7 @@ func candidateView(c domain.Candidate) CandidateView {
 	return CandidateView{ID: c.ID, SaleID: c.SaleID, Kind: c.Kind, Title: c.Title,
 		Description: c.Description, Category: c.Category, Room: c.Room, Condition: c.Condition, Quantity: c.Quantity,
 		SuppliedPriceCents: c.SuppliedPriceCents, Notes: c.Notes, ReviewStatus: c.ReviewStatus,
+		DuplicateOfCandidateID: c.DuplicateOfCandidateID, DuplicateOfItemID: c.DuplicateOfItemID, ReviewReason: c.ReviewReason,
 		ImportRunID: c.ImportRunID, SourceRecordID: c.SourceRecordID, Version: c.Version, CreatedAt: c.CreatedAt, Untrusted: true}
 }
 
@@ -439,6 +445,7 @@ type CandidateCounts struct {
 	Approved    int `json:"approved"`
 	Rejected    int `json:"rejected"`
 	Promoted    int `json:"promoted"`
+	Duplicate   int `json:"duplicate"`
 }
 
 // GetImportRunInput is the input of trove_get_import_run.
@@ -477,7 +484,7 @@ func getImportRun() Tool {
 		}
 		out := GetImportRunOutput{Run: importRunView(d.Run), RecordsNextCursor: d.RecordsNextCursor,
 			Candidates: CandidateCounts{NeedsReview: d.Candidates.NeedsReview, Approved: d.Candidates.Approved,
-				Rejected: d.Candidates.Rejected, Promoted: d.Candidates.Promoted},
+				Rejected: d.Candidates.Rejected, Promoted: d.Candidates.Promoted, Duplicate: d.Candidates.Duplicate},
 			Records: make([]SourceRecordView, 0, len(d.Records))}
 		for _, r := range d.Records {
 			out.Records = append(out.Records, SourceRecordView{ID: r.ID, Ordinal: r.Ordinal, PayloadHash: r.PayloadHash,

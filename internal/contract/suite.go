@@ -75,6 +75,9 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	runReviewScope(t, open)  // suite_review_scope.go: sale scope on grants, audit trails, multi-sale proposals
 	runAuthority(t, open)    // suite_authority.go: a direct call is refused where the gate would refuse it
 	runCheckout(t, open)     // suite_checkout.go: sale day — checkout proposals, checkout scans, hold policies
+
+	// suite_review.go: candidate review (reject, mark duplicate, reopen).
+	runCandidateReview(t, open)
 }
 
 var ctx = context.Background()

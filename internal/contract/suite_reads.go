@@ -934,6 +934,8 @@ func (ix rdDsIndex) wantRunDetail(runID string) (domain.ReviewCounts, []domain.S
 			counts.Rejected++
 		case domain.ReviewPromoted:
 			counts.Promoted++
+		case domain.ReviewDuplicate:
+			counts.Duplicate++
 		}
 	}
 	var recs []domain.SourceRecordDetail

@@ -125,6 +125,9 @@ const (
 	ReviewApproved    = "approved"
 	ReviewRejected    = "rejected"
 	ReviewPromoted    = "promoted"
+	// ReviewDuplicate: a reviewer found the candidate duplicates another
+	// candidate or an item (DuplicateOf*); like rejected, it is closed.
+	ReviewDuplicate = "duplicate"
 )
 
 // Candidate kinds.
@@ -153,6 +156,13 @@ type Candidate struct {
 	CreatedByClientID  string    `json:"created_by_client_id"`
 	Version            int       `json:"version"`
 	CreatedAt          time.Time `json:"created_at"`
+
+	// The review's record (ReviewCandidate): what a duplicate duplicates,
+	// and the reviewer's reason; empty (and left out of JSON, so the
+	// fixtures' dataset does not change) when not reviewed.
+	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id,omitempty"`
+	DuplicateOfItemID      string `json:"duplicate_of_item_id,omitempty"`
+	ReviewReason           string `json:"review_reason,omitempty"`
 }
 
 // SourceDescriptor says where ingested data comes from (an MCP client, a CSV

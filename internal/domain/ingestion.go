@@ -34,6 +34,14 @@ type IngestionBackend interface {
 	// private source asset for a canonical item, which it never changes.
 	CreateMediaCandidate(ctx context.Context, p Principal, w WriteMeta, in NewCandidateMedia) (CandidateMediaCreated, WriteOutcome, error)
 
+	// ReviewCandidate rejects a candidate awaiting review, marks it a
+	// duplicate of another candidate or an item, or reopens a rejected or
+	// duplicate one (CheckCandidateReview decides), at in.ExpectedVersion;
+	// the candidate's version moves by one. It never touches an item. A
+	// reopened candidate counts against the open-candidate quota again and
+	// is refused over it.
+	ReviewCandidate(ctx context.Context, p Principal, w WriteMeta, in CandidateReview) (CandidateReviewed, WriteOutcome, error)
+
 	// ImportTargets is the read a preview needs: it checks the sale and
 	// reports which of itemIDs are items of the principal's tenant (an item
 	// of another tenant is absent, exactly like a missing one). It writes

@@ -348,6 +348,7 @@ type ReviewCounts struct {
 	Approved    int
 	Rejected    int
 	Promoted    int
+	Duplicate   int
 }
 
 // SourceRecordDetail is a source record and the candidates it produced.

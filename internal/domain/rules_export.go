@@ -56,7 +56,7 @@ func ClientStatuses() []string {
 
 // ReviewStatuses lists every review status of an inventory candidate.
 func ReviewStatuses() []string {
-	return []string{ReviewNeedsReview, ReviewApproved, ReviewRejected, ReviewPromoted}
+	return []string{ReviewNeedsReview, ReviewApproved, ReviewRejected, ReviewPromoted, ReviewDuplicate}
 }
 
 // LabelBatchStatuses lists every status of a label batch.

@@ -41,6 +41,7 @@ var rpcRateClass = map[string]string{
 	"mcp_draft_listing_copy":         domain.LimitCandidateWrites,
 	"mcp_run_import":                 domain.LimitCandidateWrites,
 	"mcp_stage_export":               domain.LimitCandidateWrites,
+	"mcp_review_candidate":           domain.LimitCandidateWrites,
 
 	"mcp_create_proposal":  domain.LimitProposals,
 	"mcp_execute_proposal": domain.LimitControlledActions,
@@ -92,6 +93,7 @@ var toolRPC = map[string]string{
 	"trove_create_status_update_candidate":    "mcp_create_status_report",
 	"trove_draft_listing_copy":                "mcp_draft_listing_copy",
 	"trove_stage_export":                      "mcp_stage_export",
+	"trove_review_candidate":                  "mcp_review_candidate",
 }
 
 // classRPC names the RPC that makes every call of a limit class whose

@@ -150,6 +150,7 @@ type importRunAnswer struct {
 		Approved    int `json:"approved"`
 		Rejected    int `json:"rejected"`
 		Promoted    int `json:"promoted"`
+		Duplicate   int `json:"duplicate"`
 	} `json:"candidates"`
 	Records []recordRow `json:"records"`
 	Next    *struct {
@@ -187,7 +188,7 @@ func (b *Backend) GetImportRun(ctx context.Context, p domain.Principal, q domain
 	}
 	out := domain.ImportRunDetail{Run: a.Run.summary(), Records: make([]domain.SourceRecordDetail, len(a.Records)),
 		Candidates: domain.ReviewCounts{NeedsReview: a.Candidates.NeedsReview, Approved: a.Candidates.Approved,
-			Rejected: a.Candidates.Rejected, Promoted: a.Candidates.Promoted}}
+			Rejected: a.Candidates.Rejected, Promoted: a.Candidates.Promoted, Duplicate: a.Candidates.Duplicate}}
 	for i, r := range a.Records {
 		out.Records[i] = domain.SourceRecordDetail{SourceRecord: r.SourceRecord, CandidateIDs: r.CandidateIDs}
 		if out.Records[i].CandidateIDs == nil {

@@ -26,7 +26,8 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
 	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
 	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy",
-	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms", "checkout_note_max"}
+	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms", "checkout_note_max",
+	"candidate_review_actions", "candidate_review_to"}
 
 // lit is a SQL string literal.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -355,6 +356,31 @@ CREATE OR REPLACE FUNCTION trovesnap.proposal_perms(p_action text) RETURNS text[
 		w("            WHEN %s THEN %s\n", lit(a.Action), array(domain.ProposalPermissions(a.Action)))
 	}
 	w("        END\n    $$;\n")
+	w(`
+-- candidate_review_actions: every action of a candidate review
+-- (domain.CandidateReviewActions).
+CREATE OR REPLACE FUNCTION trovesnap.candidate_review_actions() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT %s $$;
+
+-- candidate_review_to: the review status a review action leaves a
+-- candidate of review status p_from in (domain.ReviewStepTo); NULL when
+-- the action is not allowed from there.
+CREATE OR REPLACE FUNCTION trovesnap.candidate_review_to(p_action text, p_from text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+        SELECT CASE
+`, array(domain.CandidateReviewActions()))
+	for _, st := range domain.CandidateReviewSteps() {
+		if !slices.Contains(domain.CandidateReviewActions(), st.Action) || !slices.Contains(domain.ReviewStatuses(), st.From) ||
+			!slices.Contains(domain.ReviewStatuses(), st.To) {
+			return nil, fmt.Errorf("review step %+v: unknown action or status", st)
+		}
+		w("            WHEN p_action = %s AND p_from = %s THEN %s\n", lit(st.Action), lit(st.From), lit(st.To))
+	}
+	w(`        END
+    $$;
+`)
 
 	w(`
 -- role_permissions: the role → permission matrix (domain.RolePermissions),
