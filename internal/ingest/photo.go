@@ -158,7 +158,9 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 // read by image.DecodeConfig and bounded BEFORE decoding, so a small file
 // declaring a huge canvas (a decompression bomb) is refused without
 // allocating it; then a full decode, so a file that only starts like an
-// image is refused; finally its sha256. field names the argument in errors.
+// image is refused; finally its sha256. Location metadata is removed first
+// (StripLocation): up.Bytes, Size and ContentHash are those of the stripped
+// bytes, which may differ from data. field names the argument in errors.
 func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUpload, err error) {
 	switch {
 	case len(data) == 0:
@@ -176,6 +178,14 @@ func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUploa
 	}
 	if claimed != "" && !strings.EqualFold(claimed, sniffed) {
 		return up, domain.Invalid("mime_type", fmt.Sprintf("mime_type says %s but the bytes are %s: the server goes by the bytes; send the right type or omit mime_type", domain.Truncate(domain.CleanLine(claimed), 40), sniffed))
+	}
+	// Location metadata goes before any other check, so every check, the
+	// hash and the size describe the bytes that are stored. A container
+	// that cannot be walked is checked as it came: the decoder refuses it
+	// below, or the photo is refused at the end.
+	stripped, stripErr := StripLocation(data)
+	if stripErr == nil {
+		data = stripped
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	switch {
@@ -197,6 +207,9 @@ func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUploa
 	}
 	if err := fullDecode(data); err != nil {
 		return up, domain.Invalid(field, fmt.Sprintf("the %s could not be decoded: the file is corrupt or truncated", sniffed))
+	}
+	if stripErr != nil {
+		return up, domain.Invalid(field, fmt.Sprintf("the %s decodes, but its structure is malformed, so its location metadata could not be removed: re-save the photo and send it again", sniffed))
 	}
 	return domain.PhotoUpload{Bytes: data, MimeType: sniffed, Ext: ext, Width: cfg.Width, Height: cfg.Height, Size: len(data),
 		ContentHash: domain.OriginalHash(data)}, nil
