@@ -164,40 +164,45 @@ func mediaAddRun(ctx context.Context, f *Factory, o *MediaAddOptions) error {
 		fatal error
 		wg    sync.WaitGroup
 	)
+	// work adds photos, taking the next index below limit each time.
+	work := func(limit int) {
+		for {
+			mu.Lock()
+			i := next
+			halt, failed := stop, fatal != nil
+			if i >= limit || failed {
+				mu.Unlock()
+				return
+			}
+			next++
+			mu.Unlock()
+			ph := MediaAddPhoto{Path: o.Paths[i]}
+			var err error
+			if halt != nil {
+				ph.Status = "skipped"
+				ph.Error = &gate.Error{Code: halt.Code, Message: "Not tried: an earlier photo failed with " + string(halt.Code) + ", which every photo would."}
+			} else {
+				err = addPhoto(ctx, s, note, o, &ph)
+			}
+			mu.Lock()
+			res.Photos[i] = ph
+			done++
+			bar.set(done, len(o.Paths), "photos")
+			switch {
+			case err != nil:
+				fatal = cmp.Or(fatal, err)
+			case ph.Error != nil && stop == nil && !photoSpecific(ph.Error):
+				stop = ph.Error
+			}
+			mu.Unlock()
+		}
+	}
+	// The first photo alone: a refusal every photo would meet (the
+	// target, the client) then stops the batch before any other starts.
+	work(1)
 	for range mediaWorkers() {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				halt, failed := stop, fatal != nil
-				mu.Unlock()
-				if i >= len(o.Paths) || failed {
-					return
-				}
-				ph := MediaAddPhoto{Path: o.Paths[i]}
-				var err error
-				if halt != nil {
-					ph.Status = "skipped"
-					ph.Error = &gate.Error{Code: halt.Code, Message: "Not tried: an earlier photo failed with " + string(halt.Code) + ", which every photo would."}
-				} else {
-					err = addPhoto(ctx, s, note, o, &ph)
-				}
-				mu.Lock()
-				res.Photos[i] = ph
-				done++
-				bar.set(done, len(o.Paths), "photos")
-				switch {
-				case err != nil:
-					fatal = cmp.Or(fatal, err)
-				case ph.Error != nil && stop == nil && !photoSpecific(ph.Error):
-					stop = ph.Error
-				}
-				mu.Unlock()
-			}
-		}()
+		go func() { defer wg.Done(); work(len(o.Paths)) }()
 	}
 	wg.Wait()
 	if fatal != nil {
