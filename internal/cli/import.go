@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/triunalabs/trovesnap/internal/catalog"
+	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/gate"
 )
 
@@ -142,6 +143,9 @@ func (e errImportFailed) Error() string {
 func importCSVRun(ctx context.Context, f *Factory, o *ImportCSVOptions) error {
 	if o.Sale == "" {
 		return usageError{errors.New("--sale ID is required")}
+	}
+	if !domain.ValidID(domain.PrefixSale, o.Sale) {
+		return usageError{fmt.Errorf("--sale %q is not a sale id (sale_…)", o.Sale)}
 	}
 	if o.Preview && (o.SkipInvalidRows || o.SourceLabel != "") {
 		return usageError{errors.New("--skip-invalid-rows and --source-label apply to an import, not a --preview")}

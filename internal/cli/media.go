@@ -128,6 +128,10 @@ func (o *MediaAddOptions) check() error {
 		return usageError{errors.New("--sale needs --new-candidates (one new candidate per photo); to add photos to an existing candidate use --candidate")}
 	case o.NewCandidates && o.Sale == "":
 		return usageError{errors.New("--new-candidates needs --sale ID")}
+	case o.Candidate != "" && !domain.ValidID(domain.PrefixCandidate, o.Candidate):
+		return usageError{fmt.Errorf("--candidate %q is not a candidate id (candidate_…)", o.Candidate)}
+	case o.Sale != "" && !domain.ValidID(domain.PrefixSale, o.Sale):
+		return usageError{fmt.Errorf("--sale %q is not a sale id (sale_…)", o.Sale)}
 	}
 	return nil
 }

@@ -285,6 +285,7 @@ func TestMediaAdd_RefusalsWriteNothing(t *testing.T) {
 		{"--sale alone", []string{"--sale", fixtures.PublishedSaleID, photo}, "--new-candidates"},
 		{"both targets", []string{"--candidate", fixtures.DemoCandidateID, "--sale", fixtures.PublishedSaleID, "--new-candidates", photo}, "not both"},
 		{"no photo", []string{"--candidate", fixtures.DemoCandidateID}, "arg"},
+		{"a sale that is no id", []string{"--sale", "my sale", "--new-candidates", photo}, "not a sale id"},
 	} {
 		if r := run(t, env, append([]string{"--db", db, "media", "add"}, c.argv...)...); r.code != cli.ExitUsage || !strings.Contains(r.err, c.says) {
 			t.Errorf("%s: %+v", c.what, r)

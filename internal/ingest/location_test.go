@@ -366,3 +366,37 @@ func FuzzStripLocation(f *testing.F) {
 		}
 	})
 }
+
+// The decode budget lets decodes run side by side while their costs fit,
+// and a decode at the bound of one alone (issue 13's peak holds).
+func TestDecodeBudget_SideBySideWhileTheyFitAloneAtTheBound(t *testing.T) {
+	b := newByteBudget(10)
+	a := b.acquire(4)
+	c := b.acquire(6) // fits beside the first
+	got := make(chan int64)
+	go func() { got <- b.acquire(100) }() // clamped to the whole budget: waits for both
+	b.release(a)
+	select {
+	case <-got:
+		t.Fatal("a decode at the bound ran beside another")
+	default:
+	}
+	b.release(c)
+	if n := <-got; n != 10 {
+		t.Fatalf("held %d, want the whole budget", n)
+	}
+	b.release(10)
+	if b.used != 0 {
+		t.Fatalf("used %d after every release", b.used)
+	}
+}
+
+// The same bytes checked twice are decoded once; the result is the same.
+func TestCheckPhoto_SameBytesTwiceGiveTheSameUpload(t *testing.T) {
+	jpg := jpegWith(t, 24, 16, nil, exifSegment(tiffWithGPS(binary.LittleEndian)))
+	a, err1 := CheckPhoto("image_base64", jpg, "")
+	b, err2 := CheckPhoto("image_base64", jpg, "")
+	if err1 != nil || err2 != nil || a.ContentHash != b.ContentHash || !bytes.Equal(a.Bytes, b.Bytes) || !decoded.has(a.ContentHash) {
+		t.Fatalf("%v %v %+v %+v", err1, err2, a.ContentHash, b.ContentHash)
+	}
+}
