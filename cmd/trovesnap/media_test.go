@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	tscli "github.com/triunalabs/trovesnap/internal/cli"
@@ -122,6 +125,49 @@ func TestBinary_MediaAddJSONStoresPhotosAndNamesTheirAssets(t *testing.T) {
 		if ph.Status != "replayed" || ph.AssetID != res.Photos[i+1].AssetID || ph.CandidateID != res.Photos[i+1].CandidateID {
 			t.Errorf("rerun photo %d: %+v", i, ph)
 		}
+	}
+}
+
+// On a terminal the progress bar is drawn on stderr; stdout, a pipe,
+// carries the JSON result alone.
+func TestBinary_MediaAddDrawsProgressOnATerminalStderrOnly(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "trovesnap.db")
+	var paths []string
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("p%d.jpg", i))
+		if err := os.WriteFile(p, noisyPhoto(64, 48, uint64(i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(binary(t), append([]string{"--db", db, "media", "add", "--json", "--candidate", fixtures.DemoCandidateID}, paths...)...)
+	cmd.Env = serverEnv(db)
+	cmd.Stderr = tty
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close()
+	var drawn bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&drawn, ptmx); close(copied) }()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("media add: %v\n%s", err, drawn.String())
+	}
+	<-copied // the terminal's end reads EIO once the command is gone
+	var res tscli.MediaAddResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Added != 3 || bytes.Contains(stdout.Bytes(), []byte("\x1b")) {
+		t.Fatalf("stdout is not the JSON result alone: %v\n%q", err, stdout.String())
+	}
+	if !strings.Contains(drawn.String(), "3/3 photos") || !strings.Contains(drawn.String(), "100%") {
+		t.Fatalf("no progress bar on the terminal: %q", drawn.String())
 	}
 }
 

@@ -190,8 +190,9 @@ const rateLimitWaits = 5
 // call runs one tools/call through the gate with the session's credential.
 // It refuses a tool that is not in the candidate tier before anything runs.
 // A call refused as rate_limited is retried after the wait the envelope
-// names (told through note), a few times at most; the envelope of the
-// last try is returned.
+// names (told through note), one refused as service_unavailable after a
+// short pause, a few times at most; the envelope of the last try is
+// returned.
 func (s *toolSession) call(ctx context.Context, note func(format string, a ...any), tool string, args json.RawMessage, progress func(done, total int, msg string)) (*gate.Envelope, error) {
 	t, ok := catalog.Lookup(tool)
 	if !ok || t.Tier != catalog.TierCandidateWrite {
@@ -199,12 +200,22 @@ func (s *toolSession) call(ctx context.Context, note func(format string, a ...an
 	}
 	for try := 0; ; try++ {
 		env := s.gate.Invoke(ctx, gate.Call{Tool: tool, Arguments: args, Credential: s.conn.cfg.ClientToken(), Transport: "cli", Progress: progress})
-		if len(env.Errors) == 0 || env.Errors[0].Code != gate.CodeRateLimited || try == rateLimitWaits {
+		if len(env.Errors) == 0 || try == rateLimitWaits {
 			return env, nil
 		}
-		wait := time.Duration(max(env.Errors[0].RetryAfterSeconds, 1)) * time.Second
-		note("trovesnap: %s; waiting %s (a seller raises the rate with `trovesnap limits set --candidate-writes N`)",
-			strings.TrimSuffix(env.Errors[0].Message, "."), wait)
+		var wait time.Duration
+		switch e := env.Errors[0]; e.Code {
+		case gate.CodeRateLimited:
+			wait = time.Duration(max(e.RetryAfterSeconds, 1)) * time.Second
+			note("trovesnap: %s; waiting %s (a seller raises the rate with `trovesnap limits set --candidate-writes N`)",
+				strings.TrimSuffix(e.Message, "."), wait)
+		case gate.CodeServiceUnavailable:
+			// Retryable and brief: the same key still running (two files
+			// of the same bytes in one batch), a busy store.
+			wait = time.Duration(try+1) * 250 * time.Millisecond
+		default:
+			return env, nil
+		}
 		select {
 		case <-ctx.Done():
 			return env, ctx.Err()

@@ -333,3 +333,23 @@ func TestMediaAdd_ActsAsTheRegisteredClientOfItsToken(t *testing.T) {
 		t.Fatalf("events: %+v", evs)
 	}
 }
+
+// Two files of the same bytes in one batch, added side by side: one is
+// added, the other replays it (after waiting for it if they overlapped).
+func TestMediaAdd_SameBytesTwiceInABatchAddOnce(t *testing.T) {
+	env, dir := tempEnv(t)
+	db := filepath.Join(dir, "m.db")
+	first := writeFile(t, dir, "a.jpg", photoWithGPS(t, 24, 24, 7))
+	same := photoWithGPS(t, 24, 24, 8)
+	b1, b2 := writeFile(t, dir, "b.jpg", same), writeFile(t, dir, "b copy.jpg", same)
+	before := counts(t, db)
+	res, r := mediaAdd(t, env, "--db", db, "--candidate", fixtures.DemoCandidateID, first, b1, b2)
+	if r.code != cli.ExitOK || res.Added != 3 || res.Photos[1].AssetID != res.Photos[2].AssetID ||
+		!slices.Equal([]string{res.Photos[1].Status, res.Photos[2].Status}, []string{"added", "replayed"}) &&
+			!slices.Equal([]string{res.Photos[1].Status, res.Photos[2].Status}, []string{"replayed", "added"}) {
+		t.Fatalf("media add: %+v", r)
+	}
+	if c := counts(t, db); c["source_assets"] != before["source_assets"]+2 || c["candidate_media"] != before["candidate_media"]+2 {
+		t.Fatal("the same bytes were stored twice")
+	}
+}
