@@ -14,6 +14,7 @@ require (
 )
 
 require (
+	github.com/charmbracelet/harmonica v0.2.0 // indirect
 	github.com/danieljoos/wincred v1.2.3 // indirect
 	github.com/godbus/dbus/v5 v5.2.2 // indirect
 )

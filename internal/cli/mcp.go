@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,9 +17,12 @@ import (
 
 	"github.com/triunalabs/trovesnap/internal/audit"
 	"github.com/triunalabs/trovesnap/internal/buildinfo"
+	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/config"
+	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/gate"
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
+	"github.com/triunalabs/trovesnap/store"
 )
 
 // ServeOptions are the options of `trovesnap mcp serve`.
@@ -62,27 +67,12 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 		return err
 	}
 	defer closeLog()
-	cfg, err := f.Config(opts.DB)
+	conn, err := f.openBackend(ctx, opts.DB, logger)
 	if err != nil {
 		return err
 	}
-	// A set but empty or malformed credential is refused before anything
-	// opens: it must never fall back to the demo client (issue 13, finding 7).
-	if err := config.CheckClientToken(f.lookupEnv); err != nil {
-		return err
-	}
-	st, err := f.OpenStore(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	// Mock: the store is the Backend. Live: Supabase RPCs, with st as the
-	// outbox of events for calls that wrote nothing, flushed in the background.
-	backend, stopLive, err := f.ServeBackend(ctx, cfg, st, logger)
-	if err != nil {
-		return err
-	}
-	defer stopLive()
+	defer conn.close()
+	cfg, st := conn.cfg, conn.st
 	// OpenTelemetry (§37): OTLP/HTTP when OTEL_EXPORTER_OTLP_* is set, no-op
 	// otherwise; never stdout, which is the JSON-RPC wire.
 	tel, err := audit.SetupOTel(ctx, f.Getenv, buildinfo.Version, logger)
@@ -101,8 +91,7 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 			logger.Warn("approval metrics unavailable", "err", err)
 		}
 	}
-	g := gate.New(gate.Options{Backend: backend, Mode: cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger,
-		TracerProvider: tel.Tracer, MeterProvider: tel.Meter})
+	g := f.newGate(conn, logger, &tel)
 	// Over real stdio, the guard admits every tools/call on its raw line
 	// (size limit, in-flight budget) before the SDK decodes it.
 	var adm *mcpserver.Admitter
@@ -121,6 +110,117 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 		return nil
 	default:
 		return fmt.Errorf("serving MCP: %w", err)
+	}
+}
+
+// backendConn is what a gate runs on: the configuration, the embedded store
+// (the Backend in mock mode; the outbox and replay cache in live mode) and
+// the Backend. close stops the live flusher and closes the store.
+type backendConn struct {
+	cfg     config.Config
+	st      *store.Store
+	backend domain.Backend
+	close   func()
+}
+
+// openBackend opens what `mcp serve` and the local commands that call tools
+// (`media add`, `import csv`) run on, the same way for both.
+func (f *Factory) openBackend(ctx context.Context, db string, logger *slog.Logger) (*backendConn, error) {
+	cfg, err := f.Config(db)
+	if err != nil {
+		return nil, err
+	}
+	// A set but empty or malformed credential is refused before anything
+	// opens: it must never fall back to the demo client (issue 13, finding 7).
+	if err := config.CheckClientToken(f.lookupEnv); err != nil {
+		return nil, err
+	}
+	st, err := f.OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	// Mock: the store is the Backend. Live: Supabase RPCs, with st as the
+	// outbox of events for calls that wrote nothing, flushed in the background.
+	backend, stopLive, err := f.ServeBackend(ctx, cfg, st, logger)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &backendConn{cfg: cfg, st: st, backend: backend, close: func() { stopLive(); _ = st.Close() }}, nil
+}
+
+// newGate builds the gate over conn; tel may be nil (no telemetry).
+func (f *Factory) newGate(conn *backendConn, logger *slog.Logger, tel *audit.Providers) *gate.Gate {
+	o := gate.Options{Backend: conn.backend, Mode: conn.cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger}
+	if tel != nil {
+		o.TracerProvider, o.MeterProvider = tel.Tracer, tel.Meter
+	}
+	return gate.New(o)
+}
+
+// toolSession runs tool calls from a local command through the gate, as the
+// registered client of TROVESNAP_CLIENT_TOKEN or, in mock mode with no
+// token, the demo client (domain.Backend.ResolvePrincipal's contract): the
+// same principal, checks, rate limits, idempotency and events as an MCP
+// call over stdio.
+type toolSession struct {
+	conn *backendConn
+	gate *gate.Gate
+}
+
+// openGate opens a toolSession; close it when done.
+func (f *Factory) openGate(ctx context.Context, db string, logger *slog.Logger) (*toolSession, error) {
+	conn, err := f.openBackend(ctx, db, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &toolSession{conn: conn, gate: f.newGate(conn, logger, nil)}, nil
+}
+
+func (s *toolSession) close() { s.conn.close() }
+
+// errNotCandidateTier refuses a local command's call to a tool outside the
+// candidate tier: the commands that call tools are candidate-tier only (they
+// never publish and never touch canonical items).
+var errNotCandidateTier = errors.New("not a candidate-tier tool")
+
+// rateLimitWaits bounds how many times one call waits out a rate limit.
+const rateLimitWaits = 5
+
+// call runs one tools/call through the gate with the session's credential.
+// It refuses a tool that is not in the candidate tier before anything runs.
+// A call refused as rate_limited is retried after the wait the envelope
+// names (told through note), one refused as service_unavailable after a
+// short pause, a few times at most; the envelope of the last try is
+// returned.
+func (s *toolSession) call(ctx context.Context, note func(format string, a ...any), tool string, args json.RawMessage, progress func(done, total int, msg string)) (*gate.Envelope, error) {
+	t, ok := catalog.Lookup(tool)
+	if !ok || t.Tier != catalog.TierCandidateWrite {
+		return nil, fmt.Errorf("%w: %s", errNotCandidateTier, tool)
+	}
+	for try := 0; ; try++ {
+		env := s.gate.Invoke(ctx, gate.Call{Tool: tool, Arguments: args, Credential: s.conn.cfg.ClientToken(), Transport: "cli", Progress: progress})
+		if len(env.Errors) == 0 || try == rateLimitWaits {
+			return env, nil
+		}
+		var wait time.Duration
+		switch e := env.Errors[0]; e.Code {
+		case gate.CodeRateLimited:
+			wait = time.Duration(max(e.RetryAfterSeconds, 1)) * time.Second
+			note("trovesnap: %s; waiting %s (a seller raises the rate with `trovesnap limits set --candidate-writes N`)",
+				strings.TrimSuffix(e.Message, "."), wait)
+		case gate.CodeServiceUnavailable:
+			// Retryable and brief: the same key still running (two files
+			// of the same bytes in one batch), a busy store.
+			wait = time.Duration(try+1) * 250 * time.Millisecond
+		default:
+			return env, nil
+		}
+		select {
+		case <-ctx.Done():
+			return env, ctx.Err()
+		case <-time.After(wait):
+		}
 	}
 }
 

@@ -63,6 +63,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newLogoutCmd(f),
 		newAuditCmd(f),
 		newSyncCmd(f),
+		newMediaCmd(f),
+		newImportCmd(f),
 	)
 	return root
 }

@@ -47,12 +47,14 @@ func DecodeImageBase64(field, s string) ([]byte, error) {
 		}
 		t = payload
 	}
-	t = strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
-			return -1
-		}
-		return r
-	}, t)
+	if strings.ContainsAny(t, " \n\r\t") {
+		t = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+				return -1
+			}
+			return r
+		}, t)
+	}
 	if base64.StdEncoding.DecodedLen(len(t)) > domain.MaxPhotoBytes+3 {
 		return nil, domain.Invalid(field, fmt.Sprintf("the image is larger than %d bytes", domain.MaxPhotoBytes))
 	}
@@ -117,15 +119,24 @@ func ReferenceReason(s string) string {
 }
 
 // base64Chars reports whether s holds only characters of the standard and
-// URL-safe base64 alphabets, padding and white space.
+// URL-safe base64 alphabets, padding and white space. (A byte scan: a
+// photo's base64 runs to megabytes.)
 func base64Chars(s string) bool {
-	for _, r := range s {
-		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("+/=-_ \n\r\t", r)) {
+	for i := 0; i < len(s); i++ {
+		if !base64Char[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// base64Char marks the bytes base64Chars allows.
+var base64Char = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \n\r\t") {
+		t[c] = true
+	}
+	return t
+}()
 
 func hasUnixRoot(s string) bool {
 	for _, root := range []string{"/Users/", "/home/", "/tmp/", "/var/", "/private/", "/Volumes/", "/mnt/", "/media/", "/opt/", "/etc/", "/root/", "/sdcard/", "/storage/", "/data/"} {
@@ -158,7 +169,9 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 // read by image.DecodeConfig and bounded BEFORE decoding, so a small file
 // declaring a huge canvas (a decompression bomb) is refused without
 // allocating it; then a full decode, so a file that only starts like an
-// image is refused; finally its sha256. field names the argument in errors.
+// image is refused; finally its sha256. Location metadata is removed first
+// (StripLocation): up.Bytes, Size and ContentHash are those of the stripped
+// bytes, which may differ from data. field names the argument in errors.
 func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUpload, err error) {
 	switch {
 	case len(data) == 0:
@@ -177,6 +190,14 @@ func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUploa
 	if claimed != "" && !strings.EqualFold(claimed, sniffed) {
 		return up, domain.Invalid("mime_type", fmt.Sprintf("mime_type says %s but the bytes are %s: the server goes by the bytes; send the right type or omit mime_type", domain.Truncate(domain.CleanLine(claimed), 40), sniffed))
 	}
+	// Location metadata goes before any other check, so every check, the
+	// hash and the size describe the bytes that are stored. A container
+	// that cannot be walked is checked as it came: the decoder refuses it
+	// below, or the photo is refused at the end.
+	stripped, stripErr := StripLocation(data)
+	if stripErr == nil {
+		data = stripped
+	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	switch {
 	case errors.Is(err, image.ErrFormat):
@@ -191,29 +212,109 @@ func CheckPhoto(field string, data []byte, claimed string) (up domain.PhotoUploa
 		return up, domain.Invalid(field, fmt.Sprintf("the image declares %d×%d pixels, over the limit of %d megapixels and %d pixels a side: refused before decoding",
 			cfg.Width, cfg.Height, domain.MaxPhotoPixels/1_000_000, domain.MaxPhotoSide))
 	}
-	if cost := photoDecodeCost(format, cfg, data); cost > domain.MaxPhotoDecodeBytes {
+	cost := photoDecodeCost(format, cfg, data)
+	if cost > domain.MaxPhotoDecodeBytes {
 		return up, domain.Invalid(field, fmt.Sprintf("the image (%d×%d, %s) would take %d MiB of memory to decode, over the limit of %d MiB: refused before decoding; send a smaller or 8-bit image",
 			cfg.Width, cfg.Height, sniffed, (cost+1<<20-1)>>20, domain.MaxPhotoDecodeBytes>>20))
 	}
-	if err := fullDecode(data); err != nil {
-		return up, domain.Invalid(field, fmt.Sprintf("the %s could not be decoded: the file is corrupt or truncated", sniffed))
+	hash := domain.OriginalHash(data)
+	if !decoded.has(hash) {
+		if err := fullDecode(data, cost); err != nil {
+			return up, domain.Invalid(field, fmt.Sprintf("the %s could not be decoded: the file is corrupt or truncated", sniffed))
+		}
+		decoded.add(hash)
+	}
+	if stripErr != nil {
+		return up, domain.Invalid(field, fmt.Sprintf("the %s decodes, but its structure is malformed, so its location metadata could not be removed: re-save the photo and send it again", sniffed))
 	}
 	return domain.PhotoUpload{Bytes: data, MimeType: sniffed, Ext: ext, Width: cfg.Width, Height: cfg.Height, Size: len(data),
-		ContentHash: domain.OriginalHash(data)}, nil
+		ContentHash: hash}, nil
 }
 
-// decodeMu lets one full decode run at a time in the process: each is
-// bounded by domain.MaxPhotoDecodeBytes, and pipelined uploads must not
-// multiply that bound (issue 13: three concurrent decodes peaked at 880 MB).
-var decodeMu sync.Mutex
+// decoded remembers the hashes of the last bytes a full decode accepted in
+// this process, so the same bytes checked twice are decoded once: `media
+// add --new-candidates` checks a photo before creating its candidate, then
+// the attach checks it again, and a retried upload arrives again. The
+// decoders are deterministic, so bytes of a remembered sha256 decode as
+// before. Only hashes are kept, at most decodedMemoSize.
+var decoded decodedMemo
 
-// fullDecode decodes the whole image, one at a time in the process. The
-// standard decoders have no bounded or streaming form, so the bound is
-// photoDecodeCost, checked before. They return errors for bad input;
-// recover is a last line so that no upload can crash a server.
-func fullDecode(data []byte) error {
-	decodeMu.Lock()
-	defer decodeMu.Unlock()
+const decodedMemoSize = 64
+
+type decodedMemo struct {
+	mu   sync.Mutex
+	ring [decodedMemoSize]string
+	next int
+}
+
+func (m *decodedMemo) has(hash string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range m.ring {
+		if h == hash {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *decodedMemo) add(hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ring[m.next] = hash
+	m.next = (m.next + 1) % decodedMemoSize
+}
+
+// decodeBudget bounds the memory of the full decodes running at once in
+// the process by the bound of one (domain.MaxPhotoDecodeBytes): a decode
+// near that bound runs alone, as before, while photos of ordinary size
+// (a 6-megapixel JPEG costs about 9 MiB) decode side by side on several
+// cores. Pipelined uploads must not multiply the bound (issue 13: three
+// concurrent decodes peaked at 880 MB).
+var decodeBudget = newByteBudget(domain.MaxPhotoDecodeBytes)
+
+// byteBudget is a counting semaphore of bytes.
+type byteBudget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	max  int64
+	used int64
+}
+
+func newByteBudget(n int64) *byteBudget {
+	b := &byteBudget{max: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits until n bytes fit (n is clamped to the whole budget, so
+// one acquisition always fits in an idle budget).
+func (b *byteBudget) acquire(n int64) int64 {
+	n = max(1, min(n, b.max))
+	b.mu.Lock()
+	for b.used+n > b.max {
+		b.cond.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+	return n
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// fullDecode decodes the whole image within decodeBudget, holding cost (the
+// decode's photoDecodeCost). The standard decoders have no bounded or
+// streaming form, so the bound is photoDecodeCost, checked before. They
+// return errors for bad input; recover is a last line so that no upload
+// can crash a server.
+func fullDecode(data []byte, cost int64) error {
+	held := decodeBudget.acquire(cost)
+	defer decodeBudget.release(held)
 	err := decodeOnce(data)
 	// The decoded image is garbage now. Collect it before the next decode
 	// starts, so that decode reuses its memory instead of growing the heap
