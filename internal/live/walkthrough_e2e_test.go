@@ -25,8 +25,13 @@ import (
 // `client register` on the seller's machine (step 3), `doctor` where the
 // host runs (step 4), and the flow over stdio with the built binary, the
 // block, `trovesnap approve` on a terminal, the execution, and the audit of
-// it all in the project (step 5; §41 steps 1–12 and 16). No fixture, no
-// SQL after the bootstrap, and the host holds the public key and its token.
+// it all in the project (step 5; §41 steps 1–12 and 16). Then (#16) the
+// rest of §41 on the promoted item: its photo came in by `trovesnap media
+// add`, the promotion gave it that photo and the supplied price, and it is
+// made ready, its sale published and it published naming the photo, each
+// approved on the terminal; the buyer sees exactly that photo and the
+// price. No fixture, no SQL after the bootstrap, and the host holds the
+// public key and its token.
 func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no pseudo-terminals on Windows")
@@ -134,6 +139,28 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	if candID == "" || cand["canonical_item_created"] == true {
 		t.Fatalf("candidate = %s", mustJSON(cand))
 	}
+	// #16: the seller's photo of it, in by `trovesnap media add` of the
+	// built binary where the host runs (its token): private candidate
+	// media, stored without its location.
+	photo := dir + "/secretary desk.jpg"
+	if err := os.WriteFile(photo, jpegWithGPS(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	media := exec.Command(bin, "media", "add", "--json", "--candidate", candID, photo)
+	media.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TROVESNAP_DATA_DIR=" + dir,
+		"SUPABASE_URL=" + env.Endpoint.URL, "SUPABASE_ANON_KEY=" + anonKey(env), "TROVESNAP_CLIENT_TOKEN=" + reg.Token}
+	mout, err := media.Output()
+	var added struct {
+		Added  int `json:"added"`
+		Photos []struct {
+			AssetID string `json:"asset_id"`
+		} `json:"photos"`
+		Mode string `json:"mode"`
+	}
+	if err != nil || json.Unmarshal(mout, &added) != nil || added.Added != 1 || added.Mode != "live" || added.Photos[0].AssetID == "" ||
+		strings.Contains(string(mout), reg.Token) {
+		t.Fatalf("media add: %v\n%s", err, mout)
+	}
 	got := ok("trove_get_candidate", call(t, cs, "trove_get_candidate", map[string]any{"candidate_id": candID}))
 	prop := ok("trove_propose_candidate_promotion", call(t, cs, "trove_propose_candidate_promotion", map[string]any{
 		"candidate_id": candID, "expected_version": got["candidate"].(map[string]any)["version"], "idempotency_key": "walk-prop-1"}))
@@ -143,33 +170,37 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	}
 
 	// `trovesnap approve` on the seller's terminal: enter, a, y.
-	term := startInProcessTerminal(t, jo, "approve")
-	term.waitFor(t, "approve: approval passphrase: ")
-	term.press(t, livePass+"\r")
-	term.waitFor(t, pid)
-	term.press(t, "\r")
-	term.waitFor(t, "Targets (1)")
-	term.press(t, "a")
-	term.waitFor(t, "bound to exactly this proposal and to the agent that asked for it,")
-	term.press(t, "y")
 	admin := sellerAs(t, env, "user_jo")
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) { // the terminal issues it
-		grants, err := admin.ListGrants(ctx, "tenant_heritage", domain.GrantActive)
-		if err != nil {
-			t.Fatal(err)
+	approve := func(pid string) {
+		t.Helper()
+		term := startInProcessTerminal(t, jo, "approve")
+		term.waitFor(t, "approve: approval passphrase: ")
+		term.press(t, livePass+"\r")
+		term.waitFor(t, pid)
+		term.press(t, "\r")
+		term.waitFor(t, "Targets (1)")
+		term.press(t, "a")
+		term.waitFor(t, "bound to exactly this proposal and to the agent that asked for it,")
+		term.press(t, "y")
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) { // the terminal issues it
+			grants, err := admin.ListGrants(ctx, "tenant_heritage", domain.GrantActive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(grants) == 1 && grants[0].ProposalID == pid {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no grant after y; the terminal showed:\n%s", term.screen())
+			}
 		}
-		if len(grants) == 1 && grants[0].ProposalID == pid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no grant after y; the terminal showed:\n%s", term.screen())
+		term.press(t, "q")
+		if code := term.wait(t); code != cli.ExitOK {
+			t.Fatalf("approve exited %d: %s", code, term.errOut.String())
 		}
 	}
+	approve(pid)
 	done := ok("trove_execute_candidate_promotion", call(t, cs, "trove_execute_candidate_promotion", map[string]any{"proposal_id": pid, "idempotency_key": "walk-exec-1"}))
-	term.press(t, "q")
-	if code := term.wait(t); code != cli.ExitOK {
-		t.Fatalf("approve exited %d: %s", code, term.errOut.String())
-	}
 	items, _ := done["created_item_ids"].([]any)
 	if done["executed"] != true || done["simulated"] != false || len(items) != 1 {
 		t.Fatalf("promotion = %s", mustJSON(done))
@@ -187,6 +218,44 @@ func TestWalkthrough_FreshProjectByTheREADME(t *testing.T) {
 	// §41 step 12 (#16): the seller's agent reads that provenance too.
 	if pv, _ := item["provenance"].(map[string]any); pv["candidate_id"] != candID || pv["proposal_id"] != pid || pv["promoted_at"] == "" {
 		t.Fatalf("trove_get_item provenance = %s", mustJSON(item))
+	}
+	// #16: a complete draft — the candidate's supplied price and its photo,
+	// private.
+	it := item["item"].(map[string]any)
+	photos, _ := it["photos"].([]any)
+	if it["price_cents"] != float64(42000) || len(photos) != 1 || photos[0].(map[string]any)["published"] != false {
+		t.Fatalf("the promoted item = %s", mustJSON(it))
+	}
+	photoID := photos[0].(map[string]any)["id"].(string)
+
+	// §41 steps 13–15 on the promoted item: ready, the sale published, the
+	// item's publication naming its photo, each approved on the terminal
+	// and executed; then the buyer's view.
+	step := func(proposeTool string, args map[string]any, execTool, key string) map[string]any {
+		t.Helper()
+		args["idempotency_key"] = key + "-prop"
+		p := ok(proposeTool, call(t, cs, proposeTool, args))
+		approve(p["proposal_id"].(string))
+		return ok(execTool, call(t, cs, execTool, map[string]any{"proposal_id": p["proposal_id"], "idempotency_key": key + "-exec"}))
+	}
+	step("trove_propose_status_transition", map[string]any{"item_id": items[0], "expected_version": it["version"], "to_status": "ready",
+		"effective_at": time.Now().UTC().Format(time.RFC3339)}, "trove_update_item_status", "walk-ready")
+	sv := ok("trove_get_sale", call(t, cs, "trove_get_sale", map[string]any{"sale_id": sale.ID}))
+	step("trove_propose_sale_publication", map[string]any{"sale_id": sale.ID, "expected_version": sv["sale"].(map[string]any)["version"]},
+		"trove_publish_sale", "walk-sale")
+	it = ok("trove_get_item", call(t, cs, "trove_get_item", map[string]any{"item_id": items[0]}))["item"].(map[string]any)
+	step("trove_propose_item_publication", map[string]any{"item_id": items[0], "expected_version": it["version"], "photo_ids": []string{photoID}},
+		"trove_publish_item", "walk-publish")
+	pub := call(t, cs, "trove_get_public_item", map[string]any{"item_id": items[0]})
+	pi := ok("trove_get_public_item", pub)["item"].(map[string]any)
+	pphotos, _ := pi["photos"].([]any)
+	if pi["price_cents"] != float64(42000) || len(pphotos) != 1 || pphotos[0].(map[string]any)["id"] != photoID {
+		t.Fatalf("the buyer view = %s", mustJSON(pub))
+	}
+	for _, secret := range []string{added.Photos[0].AssetID, "storage_key", "source_assets", "internal_price", candID} {
+		if strings.Contains(mustJSON(pub), secret) {
+			t.Fatalf("the buyer view carries %q: %s", secret, mustJSON(pub))
+		}
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
