@@ -71,6 +71,22 @@ func eachItem(fn itemFunction) domainFunction {
 }
 
 func (s *Store) runPromotion(ctx context.Context, tx *sql.Tx, _ domain.Principal, prop domain.Proposal, now time.Time, res *domain.ExecutionResult, rel *domain.Related) error {
+	var kind string
+	if err := tx.QueryRowContext(ctx, "SELECT kind FROM inventory_candidates WHERE tenant_id = ? AND id = ?", prop.TenantID, prop.TargetIDs[0]).
+		Scan(&kind); err != nil {
+		return s.dbErr("promote: candidate", err)
+	}
+	if kind == domain.CandidateAttachMedia {
+		itemID, v, err := s.promoteMediaCandidate(ctx, tx, prop, now)
+		if err != nil {
+			return err
+		}
+		res.Results = append(res.Results, domain.TargetOutcome{TargetID: prop.TargetIDs[0], Outcome: outcome(s.mode), NewVersion: nil},
+			domain.TargetOutcome{TargetID: itemID, Outcome: outcome(s.mode), NewVersion: &v})
+		rel.CandidateIDs = append(rel.CandidateIDs, prop.TargetIDs[0])
+		rel.ItemIDs = append(rel.ItemIDs, itemID)
+		return nil
+	}
 	itemID, err := s.promoteInventoryCandidate(ctx, tx, prop, now)
 	if err != nil {
 		return err
@@ -241,6 +257,72 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 		return "", s.dbErr("promote: candidate status", err)
 	}
 	return id, nil
+}
+
+// promoteMediaCandidate adds an attach_media candidate's photos, as the
+// proposal lists them, to the item it names, as private photos after the
+// item's own; the item's version moves and the candidate becomes promoted.
+// It answers the item and its new version.
+func (s *Store) promoteMediaCandidate(ctx context.Context, tx *sql.Tx, prop domain.Proposal, now time.Time) (string, int, error) {
+	cid := prop.TargetIDs[0]
+	var review, itemID string
+	if err := tx.QueryRowContext(ctx, `SELECT c.review_status, x.item_id FROM inventory_candidates c
+		JOIN candidate_item_changes x ON x.tenant_id = c.tenant_id AND x.candidate_id = c.id WHERE c.tenant_id = ? AND c.id = ?`,
+		prop.TenantID, cid).Scan(&review, &itemID); err != nil {
+		return "", 0, s.dbErr("promote media: candidate", err)
+	}
+	var named string
+	var assets []string
+	for _, c := range prop.Changes {
+		if c.TargetID != cid {
+			continue
+		}
+		switch c.Field {
+		case domain.FieldAddPhotosItem:
+			named, _ = c.To.(string)
+		case domain.FieldAddPhotosAssets:
+			assets = domain.StringList(c.To)
+		}
+	}
+	if !slices.Contains(domain.OpenReviewStatuses(), review) || named != itemID || len(assets) == 0 {
+		return "", 0, domain.Because(domain.ErrTransitionInvalid, "candidate %s is %s, or no longer adds these photos to %s", cid, review, named)
+	}
+	it, err := s.loadItem(ctx, tx, prop.TenantID, itemID)
+	if err != nil {
+		return "", 0, err
+	}
+	if slices.Contains(domain.LockedItemStatuses(), it.Status) {
+		return "", 0, domain.Because(domain.ErrTransitionInvalid, "item %s is %s and takes no new photo", it.ID, it.Status)
+	}
+	var last int
+	if err := tx.QueryRowContext(ctx, "SELECT ifnull(max(position), 0) FROM item_photos WHERE tenant_id = ? AND item_id = ?",
+		prop.TenantID, itemID).Scan(&last); err != nil {
+		return "", 0, s.dbErr("promote media: photos", err)
+	}
+	for k, asset := range assets {
+		var key string
+		var w, h int
+		err := tx.QueryRowContext(ctx, `SELECT a.storage_path, a.width, a.height FROM candidate_media m
+			JOIN source_assets a ON a.tenant_id = m.tenant_id AND a.id = m.asset_id
+			WHERE m.tenant_id = ? AND m.candidate_id = ? AND m.asset_id = ?`, prop.TenantID, cid, asset).Scan(&key, &w, &h)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", 0, domain.Because(domain.ErrTransitionInvalid, "asset %s is not a photo of candidate %s", asset, cid)
+		}
+		if err != nil {
+			return "", 0, s.dbErr("promote media: photo", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO item_photos (id, tenant_id, item_id, storage_key, width, height, position, published, asset_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, s.ids.New(domain.PrefixPhoto), prop.TenantID, itemID, key, w, h, last+k+1, asset); err != nil {
+			return "", 0, s.dbErr("promote media: photo", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET version = version + 1, updated_at = ? WHERE id = ?", ts(now), itemID); err != nil {
+		return "", 0, s.dbErr("promote media: item", err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE inventory_candidates SET review_status = 'promoted', version = version + 1 WHERE id = ?", cid); err != nil {
+		return "", 0, s.dbErr("promote media: candidate status", err)
+	}
+	return itemID, it.Version + 1, nil
 }
 
 // appendInventoryStatusEvent moves an item along the lifecycle, refusing

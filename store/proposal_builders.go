@@ -132,7 +132,26 @@ func (s *Store) buildPromotion(ctx context.Context, tx *sql.Tx, p domain.Princip
 	if err != nil {
 		return err
 	}
-	return domain.BuildPromotion(p, d, prop, c, photos)
+	var item *domain.Item
+	if c.Kind == domain.CandidateAttachMedia {
+		it, err := s.candidateItem(ctx, tx, p.TenantID, id)
+		if err != nil {
+			return err
+		}
+		item = &it
+	}
+	return domain.BuildPromotion(p, d, prop, c, photos, item)
+}
+
+// candidateItem is the item an attach_media candidate names
+// (candidate_item_changes), as it is now.
+func (s *Store) candidateItem(ctx context.Context, tx *sql.Tx, tenant, candidate string) (domain.Item, error) {
+	var itemID string
+	if err := tx.QueryRowContext(ctx, "SELECT item_id FROM candidate_item_changes WHERE tenant_id = ? AND candidate_id = ?",
+		tenant, candidate).Scan(&itemID); err != nil {
+		return domain.Item{}, s.dbErr("candidate item", err)
+	}
+	return s.loadItem(ctx, tx, tenant, itemID)
 }
 
 // candidatePhotos are the asset ids of a candidate's media, in position

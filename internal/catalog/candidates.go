@@ -381,7 +381,7 @@ type CreateMediaAttachmentCandidateInput struct {
 func createMediaAttachmentCandidate() Tool {
 	return define(Definition{
 		Name: "trove_create_media_attachment_candidate", Version: "1.0.0", Title: "Propose media for an item",
-		Description: "Create an attach_media candidate proposing a photo for an existing canonical item, for seller review: either the image bytes (base64, at most 8 MiB; JPEG, PNG or GIF) or a durable source asset. The photo stays private and is never attached to the item or published by this tool; a path, file: URL or share link is refused with the reason, as the server reads no client files and fetches nothing. Requires idempotency_key.",
+		Description: "Create an attach_media candidate proposing a photo for an existing canonical item, for seller review: either the image bytes (base64, at most 8 MiB; JPEG, PNG or GIF) or a durable source asset. The photo stays private and is never attached to the item or published by this tool (its promotion, trove_propose_candidate_promotion approved by the seller, adds it to the item as a private photo); a path, file: URL or share link is refused with the reason, as the server reads no client files and fetches nothing. Requires idempotency_key.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain:           DomainMapping{Service: "ingestion", Operation: "create_media_attachment_candidate"},

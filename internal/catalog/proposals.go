@@ -123,7 +123,7 @@ type ProposeCandidatePromotionInput struct {
 func proposeCandidatePromotion() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_candidate_promotion", "Propose promoting a candidate",
-		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category, room and price, bound to the candidate's version. The item gets the candidate's photos (private) and its supplied price when your role may set prices. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Never publishes the item or a photo."+proposalFooter,
+		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category, room and price, bound to the candidate's version. The item gets the candidate's photos (private) and its supplied price when your role may set prices. An attach_media candidate's promotion adds its photos to the item it names, privately, and changes nothing else. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Never publishes the item or a photo."+proposalFooter,
 		"propose_candidate_promotion"), draftPromotion)
 }
 

@@ -16,6 +16,7 @@ import (
 func runPromotion(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("Promotion/PromotedItemToPublic", func(t *testing.T) { testPromotedItemToPublic(t, open(t)) })
 	t.Run("Promotion/PriceNeedsPricingPermission", func(t *testing.T) { testPromotionPricePermission(t, open(t)) })
+	t.Run("Promotion/MediaCandidateOntoItsItem", func(t *testing.T) { testMediaCandidatePromotion(t, open(t)) })
 }
 
 func publicationDraftNaming(id string, version int, photos ...string) domain.ProposalDraft {
@@ -133,5 +134,84 @@ func testPromotionPricePermission(t *testing.T, in Instance) {
 		return ch.Field == "create_item.price_cents" && fmt.Sprint(ch.To) == fmt.Sprint(*c.SuppliedPriceCents)
 	}) {
 		t.Fatalf("the owner's promotion = %+v, want the supplied price %d", own.Changes, *c.SuppliedPriceCents)
+	}
+}
+
+// An attach_media candidate (a photo proposed for an existing item) is
+// promoted onto that item: the proposal names the item and the photos, the
+// execution adds them as private photos (the item changes, nothing is
+// created), and a later publication can approve them for the buyer.
+func testMediaCandidatePromotion(t *testing.T, in Instance) {
+	f := newFlow(t, in)
+	item := f.mustItem(domain.ItemQuery{SaleID: fixtures.PublishedSaleID, Status: domain.ItemReady}, readyItem)
+	up := medPNG(t, 7, 5, 41)
+	mc, _, err := f.b.CreateMediaCandidate(ctx, f.owner, ingMeta(f.owner, toolMediaCandidate, "mp-1", "sha256:mp1", "event_mp1"),
+		domain.NewCandidateMedia{ItemID: item.ID, Upload: &up, Caption: "maker's mark"})
+	if err != nil {
+		t.Fatalf("CreateMediaCandidate: %v", err)
+	}
+	c := f.candidate(fixtures.PublishedSaleID, mc.CandidateID)
+
+	// It adds photos only: a draft naming anything else is refused.
+	before := in.Counts(t)
+	_, _, err = f.propose(f.owner, promotionDraft(c.ID, c.Version, map[string]any{"title": "Renamed"}))
+	wantInput(t, err, "title")
+	f.unchanged(before, "a media promotion naming a title")
+
+	prop := f.mustPropose(promotionDraft(c.ID, c.Version, nil))
+	want := []string{
+		fmt.Sprint(domain.FieldChange{TargetID: c.ID, Field: domain.FieldAddPhotosItem, To: item.ID}),
+		fmt.Sprint(domain.FieldChange{TargetID: c.ID, Field: domain.FieldAddPhotosAssets, To: []string{mc.AssetID}}),
+		fmt.Sprint(domain.FieldChange{TargetID: c.ID, Field: "review_status", From: domain.ReviewNeedsReview, To: domain.ReviewPromoted}),
+	}
+	var got []string
+	for _, ch := range prop.Changes {
+		if l := domain.StringList(ch.To); l != nil {
+			ch.To = l
+		}
+		got = append(got, fmt.Sprint(ch))
+	}
+	if !slices.Equal(got, want) || prop.Impact != (domain.ProposalImpact{ItemsChanged: 1}) ||
+		!slices.Equal(prop.Validation.Warnings, []string{"candidate_not_reviewed"}) || !slices.Equal(prop.SaleIDs, []string{item.SaleID}) {
+		t.Fatalf("media promotion = %v %+v %+v %v; want %v", got, prop.Impact, prop.Validation, prop.SaleIDs, want)
+	}
+	before = in.Counts(t)
+	_, _, err = f.execute(f.b, f.owner, prop, domain.Authorization{Decision: "allowed", ProposalHash: prop.Hash})
+	wantErr(t, err, domain.ErrApprovalRequired, "a media promotion without a grant")
+	f.unchanged(before, "a media promotion without a grant")
+
+	g := f.approve(prop)
+	before = in.Counts(t)
+	res, out, err := f.execute(f.b, f.owner, prop, allowed(prop, g.ID))
+	if err != nil {
+		t.Fatalf("execute the media promotion: %v", err)
+	}
+	f.grew(before, map[string]int64{"item_photos": 1, "items": 0, "inventory_candidates": 0, "item_provenance": 0})
+	v := item.Version + 1
+	if len(res.CreatedItemIDs) != 0 || len(res.Results) != 2 || res.Results[1].TargetID != item.ID || res.Results[1].NewVersion == nil ||
+		*res.Results[1].NewVersion != v || !slices.Equal(out.Related.ItemIDs, []string{item.ID}) || !slices.Equal(out.Related.CandidateIDs, []string{c.ID}) {
+		t.Fatalf("result = %+v, outcome %+v", res, out)
+	}
+	after := f.mustItem(domain.ItemQuery{SaleID: fixtures.PublishedSaleID, Status: domain.ItemReady}, item.ID)
+	added := after.Photos[len(after.Photos)-1]
+	if after.Version != v || len(after.Photos) != len(item.Photos)+1 || added.Published || added.Width != 7 || added.Height != 5 ||
+		added.Position <= item.Photos[len(item.Photos)-1].Position {
+		t.Fatalf("the item after the media promotion = %+v", after)
+	}
+	if c2 := f.candidate(fixtures.PublishedSaleID, c.ID); c2.ReviewStatus != domain.ReviewPromoted || c2.Version != c.Version+1 {
+		t.Fatalf("the candidate after its promotion = %+v", c2)
+	}
+	// Promoted once: a second promotion is refused.
+	_, _, err = f.propose(f.owner, promotionDraft(c.ID, c.Version+1, nil))
+	wantErr(t, err, domain.ErrTransitionInvalid, "promoting a promoted media candidate")
+
+	// Publication approving exactly the new photo: the buyer sees it alone.
+	pub := f.mustPropose(publicationDraftNaming(item.ID, v, added.ID))
+	if _, _, err := f.execute(f.b, f.owner, pub, allowed(pub, f.approve(pub).ID)); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	pi, err := f.b.PublicItem(ctx, item.ID)
+	if err != nil || len(pi.Photos) != 1 || pi.Photos[0].ID != added.ID {
+		t.Fatalf("public item = %+v, %v", pi, err)
 	}
 }

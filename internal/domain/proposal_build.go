@@ -150,7 +150,10 @@ func BindItemTargets(p Principal, prop *Proposal, items []Item) error {
 // refused, a supplied one is left for a later bulk update. Every photo of
 // the candidate becomes a private photo of the item (create_item.photos,
 // the asset ids in order); publication approves photos for public view.
-func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, photos []string) error {
+//
+// An attach_media candidate is promoted onto the item it names (item, which
+// the backend loads; nil for any other kind): BuildMediaPromotion.
+func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, photos []string, item *Item) error {
 	prop.TargetKind = "candidate"
 	id := prop.TargetIDs[0]
 	if !p.MaySeeSale(c.SaleID) {
@@ -159,11 +162,14 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, p
 	if c.Version != prop.ExpectedVersions[0].Version {
 		return staleOne(id, prop.ExpectedVersions[0].Version, c.Version)
 	}
-	if c.Kind != CandidateNewItem {
-		return Because(ErrCandidateRequired, "candidate %s is a %s candidate: only new-item candidates are promoted", id, c.Kind)
+	if !slices.Contains(PromotableCandidateKinds(), c.Kind) {
+		return Because(ErrCandidateRequired, "candidate %s is a %s candidate: only new-item and attach-media candidates are promoted", id, c.Kind)
 	}
 	if !slices.Contains(OpenReviewStatuses(), c.ReviewStatus) {
 		return Because(ErrTransitionInvalid, "candidate %s is %s and cannot be promoted", id, c.ReviewStatus)
+	}
+	if c.Kind == CandidateAttachMedia {
+		return buildMediaPromotion(p, d, prop, c, photos, item)
 	}
 	price := c.SuppliedPriceCents
 	if v, ok := d.Fields["price_cents"]; ok {
@@ -211,6 +217,56 @@ func BuildPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, p
 	}
 	prop.SaleIDs = append(prop.SaleIDs, c.SaleID)
 	prop.Impact = ProposalImpact{CanonicalItemsCreated: 1}
+	return nil
+}
+
+// PromotableCandidateKinds are the kinds of candidate a promotion applies:
+// a new item, and photos for an existing one. A status report is reviewed
+// by a status transition instead.
+func PromotableCandidateKinds() []string { return []string{CandidateNewItem, CandidateAttachMedia} }
+
+// MediaPromotionFields are the changes of an attach_media candidate's
+// promotion besides its review status: the item the photos are added to,
+// and the photos (asset ids, in order).
+const (
+	FieldAddPhotosItem   = "add_photos.item_id"
+	FieldAddPhotosAssets = "add_photos.asset_ids"
+)
+
+// buildMediaPromotion builds the promotion of an attach_media candidate:
+// its photos become private photos of the item it names, which must be in
+// a sale the principal may see and still take changes (not sold, pending
+// pickup or archived). It adds photos only: a draft that names anything
+// else is refused. The item's version is not bound (adding a photo does
+// not depend on its other fields); execution checks it again.
+func buildMediaPromotion(p Principal, d ProposalDraft, prop *Proposal, c Candidate, photos []string, item *Item) error {
+	id := prop.TargetIDs[0]
+	for _, f := range []string{"title", "description", "category", "room", "price_cents"} {
+		if _, ok := d.Fields[f]; ok {
+			return Invalid(f, "promoting an attach_media candidate adds its photos to the item; it changes nothing else")
+		}
+	}
+	if item == nil {
+		return UnknownRef("item_id", "", false)
+	}
+	if !p.MaySeeSale(item.SaleID) {
+		return SaleAssignmentError("item", item.ID)
+	}
+	if slices.Contains(LockedItemStatuses(), item.Status) {
+		return Because(ErrTransitionInvalid, "item %s is %s and takes no new photo", item.ID, item.Status)
+	}
+	if len(photos) == 0 {
+		return Invalid("candidate_id", fmt.Sprintf("candidate %s has no photo to add", id))
+	}
+	prop.Changes = append(prop.Changes,
+		FieldChange{TargetID: id, Field: FieldAddPhotosItem, From: nil, To: item.ID},
+		FieldChange{TargetID: id, Field: FieldAddPhotosAssets, From: nil, To: slices.Clone(photos)},
+		FieldChange{TargetID: id, Field: "review_status", From: c.ReviewStatus, To: ReviewPromoted})
+	if c.ReviewStatus == ReviewNeedsReview {
+		prop.Validation.Warnings = append(prop.Validation.Warnings, "candidate_not_reviewed")
+	}
+	prop.SaleIDs = append(prop.SaleIDs, item.SaleID)
+	prop.Impact = ProposalImpact{ItemsChanged: 1}
 	return nil
 }
 

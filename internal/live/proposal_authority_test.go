@@ -190,6 +190,13 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A photo proposed for an existing item: its promotion adds it.
+	mupload := authorityPNG(t, 43)
+	mediaCand, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
+		domain.NewCandidateMedia{ItemID: "item_1003", Upload: &mupload})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pubd, err := a.b.GetItem(ctx, a.p, "item_1003", domain.ItemIncludes{Photos: true})
 	if err != nil || len(pubd.Photos) < 2 {
 		t.Fatalf("item_1003 = %+v, %v: the case needs two photos", pubd.Photos, err)
@@ -225,6 +232,8 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 			map[string]any{"photo_ids": []string{pubd.Photos[1].ID, pubd.Photos[0].ID}}, a.at("item_1003")), nil},
 		{"promotion with a draft price", authorityDraft(domain.ActionPromoteCandidate, map[string]any{"price_cents": int64(999)},
 			cand("candidate_773", 2)), nil},
+		{"promotion of a photo for an item", authorityDraft(domain.ActionPromoteCandidate, nil, cand(mediaCand.CandidateID, 1)),
+			[]string{"candidate_not_reviewed"}},
 		{"sale publication", authorityDraft(domain.ActionPublishSale, nil, saleV(fixtures.DraftSaleID)), nil},
 		{"bulk update of published, ready and unpriced items", authorityDraft(domain.ActionBulkItemUpdate,
 			map[string]any{"changes": map[string]any{"room": "attic", "price_cents": float64(1250), "title": "Lot"}},
@@ -284,7 +293,7 @@ func TestProposalAuthority_GoAndSQLDeriveTheSame(t *testing.T) {
 	// The notification cases sized a real audience and priced it.
 	a.t = t
 	var sms domain.Proposal
-	if sms, err = a.propose(cases[21].draft); err != nil || sms.Impact.NotificationsSent == 0 || sms.Impact.EstimatedCostUSD == 0 {
+	if sms, err = a.propose(cases[22].draft); err != nil || sms.Impact.NotificationsSent == 0 || sms.Impact.EstimatedCostUSD == 0 {
 		t.Fatalf("sms notification %+v, %v: want a priced audience", sms.Impact, err)
 	}
 }

@@ -28,10 +28,12 @@ type proposalState struct {
 	MaxBulkTargets int               `json:"max_bulk_targets"`
 	Candidate      *domain.Candidate `json:"candidate"`
 	// CandidatePhotos are the candidate's asset ids in position order.
-	CandidatePhotos []string          `json:"candidate_photos"`
-	Items           []domain.Item     `json:"items"`
-	SaleStatuses    map[string]string `json:"sale_statuses"`
-	Sale            *domain.Sale      `json:"sale"`
+	CandidatePhotos []string `json:"candidate_photos"`
+	// CandidateItem is the item an attach_media candidate names.
+	CandidateItem *domain.Item      `json:"candidate_item"`
+	Items         []domain.Item     `json:"items"`
+	SaleStatuses  map[string]string `json:"sale_statuses"`
+	Sale          *domain.Sale      `json:"sale"`
 	// The facts the builders of migration 10's actions read (actions.go).
 	StatusCandidate *statusCandidateFacts `json:"status_candidate"`
 	Tag             *tagFacts             `json:"tag"`
@@ -159,7 +161,10 @@ func buildPromotion(p domain.Principal, d domain.ProposalDraft, prop *domain.Pro
 	if st.Candidate == nil {
 		return missingState("candidate")
 	}
-	return domain.BuildPromotion(p, d, prop, *st.Candidate, st.CandidatePhotos)
+	if st.Candidate.Kind == domain.CandidateAttachMedia && st.CandidateItem == nil {
+		return missingState("candidate_item")
+	}
+	return domain.BuildPromotion(p, d, prop, *st.Candidate, st.CandidatePhotos, st.CandidateItem)
 }
 
 func buildItemPublication(p domain.Principal, d domain.ProposalDraft, prop *domain.Proposal, st proposalState) error {
