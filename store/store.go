@@ -185,6 +185,14 @@ func dsn(path, syncMode string, reader bool) string {
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+syncMode+")")
+		// A statement's journal (SQLite keeps one per statement inside a
+		// transaction, to undo that statement alone) in memory rather than
+		// a temporary file: an import of 10,000 rows wrote ~0.4 s of it
+		// with pwrite. And an 8 MiB page cache for the one writer (2 MiB
+		// by default), so a large import does not spill dirty pages to
+		// the WAL before its commit (~0.3 s). Readers keep the default.
+		q.Add("_pragma", "temp_store(2)")
+		q.Add("_pragma", "cache_size(-8192)")
 		q.Set("_txlock", "immediate")
 	}
 	return fileURI(path) + "?" + q.Encode()
