@@ -24,7 +24,11 @@ import (
 //   - WebP: the EXIF and "XMP " chunks, with the VP8X flags and the RIFF size
 //     fixed; anything after the RIFF's declared end.
 //
-// The pixels are never touched. Other formats (GIF) are returned unchanged.
+//   - GIF: the application extensions that carry XMP ("XMP DataXMP") and
+//     IPTC ("MGK8BIM0000", "MGKIPTC0000", ImageMagick's); anything after
+//     the trailer.
+//
+// The pixels are never touched. Other formats are returned unchanged.
 
 // errMalformed is StripLocation's error for a container it cannot walk.
 var errMalformed = errors.New("malformed image container")
@@ -42,6 +46,8 @@ func StripLocation(data []byte) ([]byte, error) {
 		return stripPNG(data)
 	case len(data) >= 12 && string(data[0:4]) == "RIFF" && string(data[8:12]) == "WEBP":
 		return stripWebP(data)
+	case len(data) >= 6 && (string(data[:6]) == "GIF87a" || string(data[:6]) == "GIF89a"):
+		return stripGIF(data)
 	}
 	return data, nil
 }
@@ -451,4 +457,78 @@ func stripWebP(data []byte) ([]byte, error) {
 		out[at+8] &^= webpFlagEXIF | webpFlagXMP
 	}
 	return out, nil
+}
+
+// gifLocationApps are the application extension identifiers (8 bytes of
+// name and 3 of authentication code) whose data can hold location: XMP,
+// and the Photoshop/IPTC profiles ImageMagick writes.
+var gifLocationApps = []string{"XMP DataXMP", "MGK8BIM0000", "MGKIPTC0000"}
+
+// stripGIF drops the GIF application extensions that can hold location
+// and cuts after the trailer. A file that ends before the trailer is
+// malformed: image/gif refuses it too.
+func stripGIF(data []byte) ([]byte, error) {
+	if len(data) < 13 {
+		return nil, errMalformed
+	}
+	i := 13
+	if flags := data[10]; flags&0x80 != 0 {
+		i += 3 << (flags&7 + 1)
+	}
+	// subBlocks returns the end of the data sub-blocks starting at j.
+	subBlocks := func(j int) (int, bool) {
+		for {
+			if j >= len(data) {
+				return 0, false
+			}
+			n := int(data[j])
+			j++
+			if n == 0 {
+				return j, true
+			}
+			j += n
+		}
+	}
+	var spans []span
+	for {
+		if i >= len(data) {
+			return nil, errMalformed
+		}
+		switch data[i] {
+		case 0x3B: // trailer
+			return splice(data, spans, i+1), nil
+		case 0x21: // extension: label, then sub-blocks
+			if i+2 > len(data) {
+				return nil, errMalformed
+			}
+			end, ok := subBlocks(i + 2)
+			if !ok {
+				return nil, errMalformed
+			}
+			if data[i+1] == 0xFF && i+3+11 <= len(data) && data[i+2] == 11 {
+				id := string(data[i+3 : i+3+11])
+				for _, app := range gifLocationApps {
+					if id == app {
+						spans = append(spans, span{i, end, nil})
+					}
+				}
+			}
+			i = end
+		case 0x2C: // image: descriptor, local colour table, LZW code size, sub-blocks
+			if i+10 > len(data) {
+				return nil, errMalformed
+			}
+			j := i + 10
+			if flags := data[i+9]; flags&0x80 != 0 {
+				j += 3 << (flags&7 + 1)
+			}
+			end, ok := subBlocks(j + 1)
+			if !ok {
+				return nil, errMalformed
+			}
+			i = end
+		default:
+			return nil, errMalformed
+		}
+	}
 }
