@@ -37,9 +37,12 @@ func TestAttack_PromotionPriceForgedOutOfRangeIsRefused(t *testing.T) {
 	for _, v := range []any{-500, 12.5, float64(domain.MaxPriceCents) + 1} {
 		a.forge(promo, withPrice(v), "invalid_input:changes", "price_cents")
 	}
-	// A control: a whole price in range is the pricer's to propose.
-	ok := promo
-	ok.Changes = slices.Clone(promo.Changes)
-	withPrice(4200)(&ok)
-	a.accept(ok)
+	// A control: a whole price in range is the pricer's to propose, up to
+	// Go's bound exactly (so SQL's bound is Go's).
+	for _, v := range []any{4200, domain.MaxPriceCents} {
+		ok := promo
+		ok.Changes = slices.Clone(promo.Changes)
+		withPrice(v)(&ok)
+		a.accept(ok)
+	}
 }
