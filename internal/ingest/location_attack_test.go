@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"image"
 	"image/gif"
 	"testing"
@@ -61,5 +63,64 @@ func TestAttack_CheckPhoto_GIFXMPLocationIsStripped(t *testing.T) {
 	}
 	if decodeBounds(t, up.Bytes) != image.Rect(0, 0, 24, 16) {
 		t.Error("gif: the stripped photo changed size")
+	}
+}
+
+// tiffWithEmbeddedXMP builds an Exif TIFF structure whose IFD0 holds the
+// orientation and an XMP packet in tag 0x02BC (XMLPacket, which ExifTool
+// reads in a JPEG's Exif as "ApplicationNotes" and parses as XMP) and an
+// IPTC-NAA record in tag 0x83BB — no GPS IFD at all.
+func tiffWithEmbeddedXMP(bo binary.ByteOrder) []byte {
+	var b bytes.Buffer
+	if bo == binary.LittleEndian {
+		b.WriteString("II*\x00")
+	} else {
+		b.WriteString("MM\x00*")
+	}
+	w := func(v any) { _ = binary.Write(&b, bo, v) }
+	iptc := []byte("\x1c\x02\x5a\x00\x0cGPSLatitude!") // 2:90 City, as a marker
+	const ifd0 = 8
+	const xmpAt = ifd0 + 2 + 3*12 + 4
+	iptcAt := xmpAt + uint32(len(xmpWithGPS))
+	w(uint32(ifd0))
+	w(uint16(3))
+	w(uint16(0x0112))
+	w(uint16(3))
+	w(uint32(1))
+	w(uint16(6))
+	w(uint16(0))
+	w(uint16(0x02BC))
+	w(uint16(1))
+	w(uint32(len(xmpWithGPS)))
+	w(uint32(xmpAt))
+	w(uint16(0x83BB))
+	w(uint16(7))
+	w(uint32(len(iptc)))
+	w(iptcAt)
+	w(uint32(0))
+	b.Write(xmpWithGPS)
+	b.Write(iptc)
+	return b.Bytes()
+}
+
+// Attack: GPS need not sit in the GPS IFD. An Exif segment's IFD0 may carry
+// a whole XMP packet (tag 0x02BC) or an IPTC record (0x83BB, 0x8649
+// Photoshop), which readers parse for their location fields; stripping the
+// GPS IFD alone leaves them in the stored JPEG.
+func TestAttack_CheckPhoto_XMPInsideExifIsStripped(t *testing.T) {
+	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		in := jpegWith(t, 16, 16, nil, exifSegment(tiffWithEmbeddedXMP(bo)))
+		up, err := CheckPhoto("image_base64", in, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNoGPS(t, fmt.Sprint(bo), up.Bytes)
+		// The orientation stays.
+		if tiff := exifOf(t, up.Bytes); tiff == nil || ifd0Tags(t, tiff)[0x0112] != 6 {
+			t.Errorf("%v: the orientation was lost with the XMP", bo)
+		}
+		if decodeBounds(t, up.Bytes) != image.Rect(0, 0, 16, 16) {
+			t.Errorf("%v: the stripped photo changed size", bo)
+		}
 	}
 }
