@@ -465,8 +465,11 @@ func stripWebP(data []byte) ([]byte, error) {
 var gifLocationApps = []string{"XMP DataXMP", "MGK8BIM0000", "MGKIPTC0000"}
 
 // stripGIF drops the GIF application extensions that can hold location
-// and cuts after the trailer. A file that ends before the trailer is
-// malformed: image/gif refuses it too.
+// and cuts after the trailer. image/gif reads no further than the first
+// image, so what follows it and cannot be walked (bytes that are no block,
+// a block cut short, no trailer) is cut, and a trailer put in its place:
+// no reader then finds metadata there. A file that cannot be walked up to
+// its first image is malformed: image/gif refuses it too.
 func stripGIF(data []byte) ([]byte, error) {
 	if len(data) < 13 {
 		return nil, errMalformed
@@ -490,20 +493,30 @@ func stripGIF(data []byte) ([]byte, error) {
 		}
 	}
 	var spans []span
+	images := 0
+	// unwalkable ends the walk at i: malformed before the first image,
+	// else cut there with a trailer.
+	unwalkable := func(i int) ([]byte, error) {
+		if images == 0 {
+			return nil, errMalformed
+		}
+		out := bytes.Clone(splice(data, spans, i))
+		return append(out, 0x3B), nil
+	}
 	for {
 		if i >= len(data) {
-			return nil, errMalformed
+			return unwalkable(i)
 		}
 		switch data[i] {
 		case 0x3B: // trailer
 			return splice(data, spans, i+1), nil
 		case 0x21: // extension: label, then sub-blocks
 			if i+2 > len(data) {
-				return nil, errMalformed
+				return unwalkable(i)
 			}
 			end, ok := subBlocks(i + 2)
 			if !ok {
-				return nil, errMalformed
+				return unwalkable(i)
 			}
 			if data[i+1] == 0xFF && i+3+11 <= len(data) && data[i+2] == 11 {
 				id := string(data[i+3 : i+3+11])
@@ -516,7 +529,7 @@ func stripGIF(data []byte) ([]byte, error) {
 			i = end
 		case 0x2C: // image: descriptor, local colour table, LZW code size, sub-blocks
 			if i+10 > len(data) {
-				return nil, errMalformed
+				return unwalkable(i)
 			}
 			j := i + 10
 			if flags := data[i+9]; flags&0x80 != 0 {
@@ -524,11 +537,12 @@ func stripGIF(data []byte) ([]byte, error) {
 			}
 			end, ok := subBlocks(j + 1)
 			if !ok {
-				return nil, errMalformed
+				return unwalkable(i)
 			}
 			i = end
+			images++
 		default:
-			return nil, errMalformed
+			return unwalkable(i)
 		}
 	}
 }
