@@ -12,7 +12,8 @@ import (
 //
 //   - JPEG: the GPS IFD of an Exif APP1 segment (the pointer to it is taken
 //     out of its IFD and its bytes are zeroed; the rest of Exif, such as the
-//     orientation, stays); an Exif segment that cannot be parsed safely is
+//     orientation, stays), and likewise the XMP, IPTC and Photoshop blocks
+//     an Exif IFD can hold (tags 0x02BC, 0x83BB, 0x8649); an Exif segment that cannot be parsed safely is
 //     dropped whole. XMP APP1 segments (standard and extended), Photoshop
 //     APP13 segments (IPTC and XMP inside, city and sublocation among them)
 //     and MPF APP2 indexes are dropped, and so is anything after the End Of
@@ -211,12 +212,29 @@ const (
 	maxIFDEntries = 1024
 )
 
+// Exif tags whose value is a whole metadata block of its own, which
+// readers (ExifTool among them) parse for location as they would the
+// block in its usual place: XMP (XMLPacket), IPTC-NAA and Photoshop's
+// image resources (IPTC inside). They go with the GPS IFD.
+const (
+	tagXMLPacket = 0x02BC
+	tagIPTCNAA   = 0x83BB
+	tagPhotoshop = 0x8649
+)
+
+// locationTag reports an IFD entry stripTIFFLocation removes.
+func locationTag(tag uint16) bool {
+	return tag == tagGPSIFD || tag == tagXMLPacket || tag == tagIPTCNAA || tag == tagPhotoshop
+}
+
 // tiffTypeSize is the size of one value of each TIFF field type.
 var tiffTypeSize = map[uint16]int{1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4}
 
 // stripTIFFLocation removes, in place, every GPS IFD pointer of the TIFF
 // structure t (IFD0, the IFDs chained after it, the Exif and interoperability
-// IFDs) and zeroes the GPS IFDs they pointed to with their values. Nothing
+// IFDs) and zeroes the GPS IFDs they pointed to with their values; and
+// removes the entries holding XMP, IPTC or Photoshop blocks (locationTag),
+// zeroing their values. Nothing
 // moves, so every other offset stays valid. ok is false when the structure
 // is not one it can change safely: out of bounds, or IFDs and GPS values
 // that overlap (a change to one would change another).
@@ -237,7 +255,9 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 	type ifd struct{ off, n int }
 	var ifds []ifd
 	var regions [][2]int
+	changedBlock := false
 	var gps []uint32
+	var zero [][2]int
 	queue := []uint32{bo.Uint32(t[4:])}
 	seen := map[uint32]bool{}
 	for len(queue) > 0 {
@@ -261,18 +281,27 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 			switch bo.Uint16(ent) {
 			case tagGPSIFD:
 				gps = append(gps, bo.Uint32(ent[8:]))
+			case tagXMLPacket, tagIPTCNAA, tagPhotoshop:
+				// The block's bytes, when out of line, are zeroed too.
+				r, ok := valueRange(t, bo, ent)
+				if !ok {
+					return false, false
+				}
+				if r[1] > r[0] {
+					zero = append(zero, r)
+				}
+				changedBlock = true
 			case tagExifIFD, tagInteropIFD:
 				queue = append(queue, bo.Uint32(ent[8:]))
 			}
 		}
 		queue = append(queue, bo.Uint32(t[o+2+12*n:]))
 	}
-	if len(gps) == 0 {
+	if len(gps) == 0 && !changedBlock {
 		return false, true
 	}
 	// The GPS IFDs and their values, to be zeroed: none may touch an IFD
 	// that stays.
-	var zero [][2]int
 	for _, off := range gps {
 		r, ok := gpsRanges(t, bo, off)
 		if !ok {
@@ -299,7 +328,7 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 		kept := make([]byte, 0, 12*d.n)
 		for e := range d.n {
 			ent := t[d.off+2+12*e : d.off+2+12*e+12]
-			if bo.Uint16(ent) != tagGPSIFD {
+			if !locationTag(bo.Uint16(ent)) {
 				kept = append(kept, ent...)
 			}
 		}
@@ -330,6 +359,25 @@ func readIFD(t []byte, bo binary.ByteOrder, off uint32) (o, n int, ok bool) {
 		return 0, 0, false
 	}
 	return o, n, true
+}
+
+// valueRange is the byte range of an IFD entry's value stored out of line
+// (empty when it fits in the entry); ok is false when its type is unknown
+// or it is out of bounds.
+func valueRange(t []byte, bo binary.ByteOrder, ent []byte) (r [2]int, ok bool) {
+	size, known := tiffTypeSize[bo.Uint16(ent[2:])]
+	if !known {
+		return r, false
+	}
+	total := uint64(size) * uint64(bo.Uint32(ent[4:]))
+	if total <= 4 {
+		return r, true
+	}
+	at := uint64(bo.Uint32(ent[8:]))
+	if at+total > uint64(len(t)) {
+		return r, false
+	}
+	return [2]int{int(at), int(at + total)}, true
 }
 
 // gpsRanges lists the byte ranges of the GPS IFD at off: the IFD and every

@@ -334,6 +334,7 @@ func TestCheckPhoto_MalformedContainerThatDecodesIsRefused(t *testing.T) {
 func FuzzStripLocation(f *testing.F) {
 	f.Add(jpegWith(f, 8, 8, []byte("tail"), exifSegment(tiffWithGPS(binary.LittleEndian)), jpegSegment(jpegAPP1, append(bytes.Clone(xmpHeader), 'x'))))
 	f.Add(jpegWith(f, 9, 7, nil, exifSegment(tiffWithGPS(binary.BigEndian))))
+	f.Add(jpegWith(f, 9, 7, nil, exifSegment(tiffWithEmbeddedXMP(binary.LittleEndian))))
 	png := PNGBytes(f, 6, 4)
 	f.Add(append(append(bytes.Clone(png[:33]), pngChunk("eXIf", tiffWithGPS(binary.BigEndian))...), png[33:]...))
 	f.Add(webpFile([2]string{"VP8X", "\x0c\x00\x00\x00\x01\x00\x00\x01\x00\x00"}, [2]string{"EXIF", "x"}))
