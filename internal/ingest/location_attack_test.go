@@ -124,3 +124,23 @@ func TestAttack_CheckPhoto_XMPInsideExifIsStripped(t *testing.T) {
 		}
 	}
 }
+
+// Attack: ExifTool reads an APP1 segment as Exif when "Exif\0" appears, in
+// any case, within its first bytes (/^(.{0,4})Exif\0/is: Kodak's missing
+// second NUL, a doubled header). A segment headed "EXIF\0\0", "exif\0\0" or
+// with a few bytes before the header keeps its GPS through a case- and
+// offset-exact match.
+func TestAttack_CheckPhoto_ExifHeaderVariantsAreStripped(t *testing.T) {
+	tiff := tiffWithGPS(binary.LittleEndian)
+	for _, hdr := range []string{"EXIF\x00\x00", "exif\x00\x00", "\x00\x00\x00\x00Exif\x00\x00", "ab Exif\x00\x00"} {
+		in := jpegWith(t, 16, 16, nil, jpegSegment(jpegAPP1, append([]byte(hdr), tiff...)))
+		up, err := CheckPhoto("image_base64", in, "")
+		if err != nil {
+			t.Fatalf("%q: %v", hdr, err)
+		}
+		assertNoGPS(t, fmt.Sprintf("%q", hdr), up.Bytes)
+		if decodeBounds(t, up.Bytes) != image.Rect(0, 0, 16, 16) {
+			t.Errorf("%q: the stripped photo changed size", hdr)
+		}
+	}
+}
