@@ -146,8 +146,8 @@ func stripJPEG(data []byte) ([]byte, error) {
 		end := i + n
 		i = end
 		switch {
-		case m == jpegAPP1 && bytes.HasPrefix(payload, exifHeader):
-			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)); changed {
+		case m == jpegAPP1 && exifHeaderAt(payload) >= 0:
+			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)+exifHeaderAt(payload)); changed {
 				spans = append(spans, span{start, end, repl})
 			}
 		case m == jpegAPP1 && (bytes.HasPrefix(payload, xmpHeader) || bytes.HasPrefix(payload, xmpExtendedHeader)),
@@ -158,6 +158,18 @@ func stripJPEG(data []byte) ([]byte, error) {
 			i = skipEntropyData(data, i)
 		}
 	}
+}
+
+// exifHeaderAt is where an APP1 payload's Exif header starts, or -1: as
+// ExifTool finds it, "Exif\0" in any case after at most 4 other bytes
+// (Kodak's header without its second NUL, a doubled header).
+func exifHeaderAt(payload []byte) int {
+	for k := 0; k <= 4 && k+len(exifHeader) <= len(payload); k++ {
+		if bytes.EqualFold(payload[k:k+len(exifHeader)], exifHeader) {
+			return k
+		}
+	}
+	return -1
 }
 
 // skipEntropyData returns the index of the marker that ends the entropy-
