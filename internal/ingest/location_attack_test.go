@@ -144,3 +144,19 @@ func TestAttack_CheckPhoto_ExifHeaderVariantsAreStripped(t *testing.T) {
 		}
 	}
 }
+
+// Attack: a GoPro photo keeps its GPS track (GPMF "GPS5"/"GPS9" streams) in
+// an APP6 segment headed "GoPro\0", which ExifTool reads as GPS; stripping
+// Exif and XMP leaves it.
+func TestAttack_CheckPhoto_GoProGPMFIsStripped(t *testing.T) {
+	gpmf := append([]byte("GoPro\x00DEVC\x00\x01\x00\x00STRM\x00\x01\x00\x00GPS5l\x04\x00\x02"), bytes.Join(gpsBytes(), nil)...)
+	in := jpegWith(t, 16, 16, nil, jpegSegment(0xE6, gpmf))
+	up, err := CheckPhoto("image_base64", in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoGPS(t, "gopro", up.Bytes)
+	if bytes.Contains(up.Bytes, []byte("GPS5")) {
+		t.Error("gopro: the GPMF segment survived")
+	}
+}
