@@ -15,8 +15,9 @@ import (
 //     orientation, stays), and likewise the XMP, IPTC and Photoshop blocks
 //     an Exif IFD can hold (tags 0x02BC, 0x83BB, 0x8649); an Exif segment that cannot be parsed safely is
 //     dropped whole. XMP APP1 segments (standard and extended), Photoshop
-//     APP13 segments (IPTC and XMP inside, city and sublocation among them)
-//     and MPF APP2 indexes are dropped, and so is anything after the End Of
+//     APP13 segments (IPTC and XMP inside, city and sublocation among them),
+//     MPF APP2 indexes and GoPro APP6 segments (GPMF, a GPS track) are
+//     dropped, and so is anything after the End Of
 //     Image marker (the images an MPF index points to, or a motion photo's
 //     video, each with metadata of its own).
 //   - PNG: eXIf chunks, XMP (iTXt "XML:com.adobe.xmp") and the "Raw profile
@@ -88,6 +89,7 @@ const (
 	jpegRST7 = 0xD7
 	jpegAPP1 = 0xE1
 	jpegAPP2 = 0xE2
+	jpegAPP6 = 0xE6
 	jpegAPPD = 0xED
 )
 
@@ -97,6 +99,7 @@ var (
 	xmpExtendedHeader = []byte("http://ns.adobe.com/xmp/extension/\x00")
 	photoshopHeader   = []byte("Photoshop 3.0\x00")
 	mpfHeader         = []byte("MPF\x00")
+	goProHeader       = []byte("GoPro\x00")
 )
 
 // stripJPEG walks the JPEG's markers the way image/jpeg's decoder does
@@ -152,7 +155,8 @@ func stripJPEG(data []byte) ([]byte, error) {
 			}
 		case m == jpegAPP1 && (bytes.HasPrefix(payload, xmpHeader) || bytes.HasPrefix(payload, xmpExtendedHeader)),
 			m == jpegAPPD && bytes.HasPrefix(payload, photoshopHeader),
-			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader):
+			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader),
+			m == jpegAPP6 && bytes.HasPrefix(payload, goProHeader):
 			spans = append(spans, span{start, end, nil})
 		case m == jpegSOS:
 			i = skipEntropyData(data, i)
