@@ -23,6 +23,20 @@ func TestAttack_ProposalBodyTextTheDatabaseDoesNotDerive(t *testing.T) {
 	}
 	const evil = "\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07"
 	a.forge(note, func(x *domain.Proposal) { x.Tool.Version = "1.0.0" + evil }, "invalid_input:tool", "")
+	a.forge(note, func(x *domain.Proposal) { x.Tool.Version = "1.0" }, "invalid_input:tool", "")
+	a.accept(note)
+}
+
+// Not fixed here (a generated enum list is the fix): a notification's
+// selection basis and channels are taken from the body as they are.
+func TestAttack_ProposalNotificationTextTheDatabaseDoesNotDerive(t *testing.T) {
+	a := newAuthority(t)
+	note, err := a.propose(authorityDraft(domain.ActionBuyerNotify, map[string]any{"audience": "followed_sale",
+		"channels": []string{"email"}, "message_template": "Doors open"}, domain.TargetVersion{ID: fixtures.PublishedSaleID, Version: 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const evil = "\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07"
 	a.forge(note, func(x *domain.Proposal) {
 		n := *x.Notification
 		n.SelectionBasis = "followed_sale" + evil

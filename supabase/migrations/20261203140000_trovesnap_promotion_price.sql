@@ -1,4 +1,4 @@
--- Migration 43: the price a promotion gives its item is a whole number of
+-- Migration 43 (issue 16 hardening). The price a promotion gives its item is a whole number of
 -- cents from 0 to domain.MaxPriceCents (100000000), as the Go builder
 -- (domain.BuildPromotion) and a bulk update's check hold a price
 -- (check_item_proposal, migration 10). derive_proposal echoes the draft's
@@ -37,7 +37,24 @@ $$;
 CREATE TRIGGER proposals_promotion_price BEFORE INSERT ON trovesnap.proposals
     FOR EACH ROW EXECUTE FUNCTION trovesnap.proposal_promotion_price();
 
-SELECT trovesnap.revoke_execute(ARRAY['proposal_promotion_price']);
+-- The executing tool's version, which the seller's approval screen prints
+-- and mcp_create_proposal only required to be non-empty, is a version
+-- (major.minor.patch, as every catalog tool's): no text a token holder
+-- chose, terminal control sequences among it.
+CREATE FUNCTION trovesnap.proposal_tool_version() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF coalesce(NEW.body -> 'tool' ->> 'version', '') !~ '^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$' THEN
+        PERFORM trovesnap.fail('invalid_input:tool', 'the tool''s version is major.minor.patch');
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER proposals_tool_version BEFORE INSERT ON trovesnap.proposals
+    FOR EACH ROW EXECUTE FUNCTION trovesnap.proposal_tool_version();
+
+SELECT trovesnap.revoke_execute(ARRAY['proposal_promotion_price', 'proposal_tool_version']);
 
 INSERT INTO trovesnap.schema_migrations (version, name) VALUES (43, '20261203140000_trovesnap_promotion_price');
 
