@@ -42,7 +42,14 @@ func (s *Store) ReviewCandidate(ctx context.Context, p domain.Principal, w domai
 				return res, domain.Related{}, err
 			}
 		}
-		to, err := domain.CheckCandidateReview(p, c, in, target)
+		var duplicatedBy int
+		if in.Action == domain.ReviewActionMarkDuplicate {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM inventory_candidates WHERE tenant_id = ? AND duplicate_of_candidate_id = ?
+				AND review_status = ?`, p.TenantID, c.ID, domain.ReviewDuplicate).Scan(&duplicatedBy); err != nil {
+				return res, domain.Related{}, s.dbErr("review candidate", err)
+			}
+		}
+		to, err := domain.CheckCandidateReview(p, c, in, target, duplicatedBy)
 		if err != nil {
 			return res, domain.Related{}, err
 		}

@@ -95,7 +95,7 @@ func (d detailScreen) lines(s *state) []string {
 		out = append(out, st.warn.Render("● "+d.id+" is "+statusWord(status)))
 	}
 	out = append(out, st.title.Render(fmt.Sprintf("%s  %s  [%s]", p.ID, p.Action, status)))
-	add("tool       %s v%s · risk %s", p.Tool.Name, p.Tool.Version, s.risk(p.Tool.Name))
+	add("tool       %s v%s · risk %s", safe(p.Tool.Name), safe(p.Tool.Version), s.risk(p.Tool.Name))
 	client := p.RequestedBy.ClientID
 	if n := s.clientName(client); n != "" {
 		client += " (" + n + ")"
@@ -150,18 +150,18 @@ func (d detailScreen) lines(s *state) []string {
 	add("  notifications %d · external deliveries %d · estimated cost $%.2f", i.NotificationsSent, i.ExternalDeliveries, i.EstimatedCostUSD)
 	if n := p.Notification; n != nil {
 		out = append(out, "", st.title.Render("Notification plan"))
-		add("  audience %d · suppressed %d · channels %s · at most %d/hour", n.AudienceSize, n.SuppressedCount, strings.Join(n.Channels, ","), n.RateLimitPerHour)
-		add("  selected by %s", n.SelectionBasis)
+		add("  audience %d · suppressed %d · channels %s · at most %d/hour", n.AudienceSize, n.SuppressedCount, safe(strings.Join(n.Channels, ",")), n.RateLimitPerHour)
+		add("  selected by %s", safe(n.SelectionBasis))
 		add("  preview: %q", n.MessagePreview)
 	}
 
 	v := p.Validation
 	out = append(out, "", st.title.Render("Validation: "+v.Status))
 	for _, w := range v.Warnings {
-		out = append(out, st.warn.Render("  ! "+w))
+		out = append(out, st.warn.Render("  ! "+safe(w)))
 	}
 	for _, e := range v.Errors {
-		out = append(out, st.bad.Render("  ✗ "+e))
+		out = append(out, st.bad.Render("  ✗ "+safe(e)))
 	}
 	if len(v.Warnings)+len(v.Errors) == 0 {
 		out = append(out, "  no warnings")

@@ -3,11 +3,14 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
 // styles are the few looks the terminal uses. Without colour every one
@@ -78,6 +81,17 @@ func value(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// safe is text from a proposal's body as the detail prints it: a string
+// with control or invisible characters (a live proposal's body is its
+// client's to write, within what the database checks) is shown Go-quoted,
+// so no terminal control sequence reaches the seller's screen.
+func safe(s string) string {
+	if domain.TextChanged(s, true) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func shortHash(h string) string {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -109,7 +108,7 @@ func readMapping(path string) ([]catalog.ColumnMapping, error) {
 
 // readBounded reads a file of at most limit bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
+	fh, err := openForRead(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.New("no such file")

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -251,7 +252,7 @@ func fileError(code, msg string) *gate.Error {
 
 // readPhoto reads one file, bounded by the largest photo a tool accepts.
 func readPhoto(path string) ([]byte, *gate.Error) {
-	fh, err := os.Open(path)
+	fh, err := openForRead(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fileError("file_not_found", "No such file.")
@@ -413,13 +414,24 @@ func printMediaAdd(w io.Writer, asJSON bool, res MediaAddResult) error {
 		case p.CandidateCreated:
 			detail = "new candidate"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Path, p.Status, dash(p.CandidateID), dash(p.AssetID), detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", displayPath(p.Path), p.Status, dash(p.CandidateID), dash(p.AssetID), detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d added, %d failed (%s mode)\n", res.Added, res.Failed, res.Mode)
 	return err
+}
+
+// displayPath is a path as the table shows it on the seller's terminal: a
+// file name is anyone's to choose (the agent writes files too), so a path
+// with control or invisible characters (terminal escape sequences, a
+// carriage return that overwrites the line) is shown Go-quoted, escaped.
+func displayPath(p string) string {
+	if domain.TextChanged(p, true) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 func dash(s string) string {

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -38,6 +39,45 @@ func runCandidateReview(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("ReviewCandidateRefused", func(t *testing.T) { testReviewCandidateRefused(t, open(t)) })
 	t.Run("ReviewCandidateReopenQuota", func(t *testing.T) { testReviewReopenQuota(t, open(t)) })
 	t.Run("ReviewCandidateAndPromotion", func(t *testing.T) { testReviewAndPromotion(t, open(t)) })
+	t.Run("ReviewCandidateNoChainByOrder", func(t *testing.T) { testReviewNoChainByOrder(t, open(t)) })
+}
+
+// A duplicate points at the candidate that stands for the piece: after A
+// is marked a duplicate of B, B is not marked a duplicate of C (A → B → C,
+// the chain the other order refuses), and nothing changes; once A is
+// reopened, B may be.
+func testReviewNoChainByOrder(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	const a, orig, other = "candidate_772", fixtures.DemoCandidateID, "candidate_775"
+	n := 0
+	review := func(r domain.CandidateReview) error {
+		n++
+		key := fmt.Sprintf("chain-%d", n)
+		_, _, err := b.ReviewCandidate(ctx, p, reviewMeta(p, key, "sha256:"+key, "event_chain"+fmt.Sprint(n)), r)
+		return err
+	}
+	if err := review(domain.CandidateReview{CandidateID: a, ExpectedVersion: getCandidate(t, b, p, a).Version,
+		Action: domain.ReviewActionMarkDuplicate, DuplicateOfCandidateID: orig, Reason: "same receiver"}); err != nil {
+		t.Fatalf("A a duplicate of B: %v", err)
+	}
+	before, counts := getCandidate(t, b, p, orig), in.Counts(t)
+	err := review(domain.CandidateReview{CandidateID: orig, ExpectedVersion: before.Version, Action: domain.ReviewActionMarkDuplicate,
+		DuplicateOfCandidateID: other, Reason: "same receiver again"})
+	wantErr(t, err, domain.ErrTransitionInvalid, "B, the original of A, marked a duplicate of C")
+	if after := getCandidate(t, b, p, orig); after.Version != before.Version || after.ReviewStatus != before.ReviewStatus {
+		t.Fatalf("B changed: %+v → %+v", before, after)
+	}
+	if d := changed(counts, in.Counts(t)); len(d) != 0 {
+		t.Fatalf("a refused review changed %v", d)
+	}
+	if err := review(domain.CandidateReview{CandidateID: a, ExpectedVersion: getCandidate(t, b, p, a).Version, Action: domain.ReviewActionReopen}); err != nil {
+		t.Fatalf("reopen A: %v", err)
+	}
+	if err := review(domain.CandidateReview{CandidateID: orig, ExpectedVersion: before.Version, Action: domain.ReviewActionMarkDuplicate,
+		DuplicateOfCandidateID: other, Reason: "same receiver again"}); err != nil {
+		t.Fatalf("B marked a duplicate once nothing points at it: %v", err)
+	}
 }
 
 func reviewMeta(p domain.Principal, key, fingerprint, eventID string) domain.WriteMeta {

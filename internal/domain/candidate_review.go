@@ -136,7 +136,11 @@ type CandidateReviewed struct {
 //     (rejected or a duplicate: no chains, point at the original), or
 //   - an item, for a new_item candidate only (the other kinds already
 //     name their item).
-func CheckCandidateReview(p Principal, c Candidate, in CandidateReview, target ReviewRef) (string, error) {
+//
+// duplicatedBy counts the candidates marked duplicates of c: a candidate
+// others point at as their original is not marked a duplicate itself (the
+// other order of a chain; mark them duplicates of its original instead).
+func CheckCandidateReview(p Principal, c Candidate, in CandidateReview, target ReviewRef, duplicatedBy int) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
@@ -155,6 +159,10 @@ func CheckCandidateReview(p Principal, c Candidate, in CandidateReview, target R
 	}
 	if in.Action != ReviewActionMarkDuplicate {
 		return to, nil
+	}
+	if duplicatedBy > 0 {
+		return "", Because(ErrTransitionInvalid, "candidate %s is the original of %d duplicates: mark them duplicates of what it duplicates, or reopen them, first",
+			c.ID, duplicatedBy)
 	}
 	field, id := "duplicate_of_candidate_id", in.DuplicateOfCandidateID
 	if id == "" {

@@ -67,7 +67,7 @@ func TestCheckCandidateReview_StepsAndRefusals(t *testing.T) {
 		{"status report duplicating an item", owner, cand(ReviewNeedsReview, CandidateStatusUpdate), dupI, ti, "", ErrTransitionInvalid, ""},
 	}
 	for _, c := range cases {
-		to, err := CheckCandidateReview(c.p, c.c, c.in, c.target)
+		to, err := CheckCandidateReview(c.p, c.c, c.in, c.target, 0)
 		var ie *InputError
 		var re *RefError
 		switch {

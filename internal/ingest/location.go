@@ -12,10 +12,12 @@ import (
 //
 //   - JPEG: the GPS IFD of an Exif APP1 segment (the pointer to it is taken
 //     out of its IFD and its bytes are zeroed; the rest of Exif, such as the
-//     orientation, stays); an Exif segment that cannot be parsed safely is
+//     orientation, stays), and likewise the XMP, IPTC and Photoshop blocks
+//     an Exif IFD can hold (tags 0x02BC, 0x83BB, 0x8649); an Exif segment that cannot be parsed safely is
 //     dropped whole. XMP APP1 segments (standard and extended), Photoshop
-//     APP13 segments (IPTC and XMP inside, city and sublocation among them)
-//     and MPF APP2 indexes are dropped, and so is anything after the End Of
+//     APP13 segments (IPTC and XMP inside, city and sublocation among them),
+//     MPF APP2 indexes and GoPro APP6 segments (GPMF, a GPS track) are
+//     dropped, and so is anything after the End Of
 //     Image marker (the images an MPF index points to, or a motion photo's
 //     video, each with metadata of its own).
 //   - PNG: eXIf chunks, XMP (iTXt "XML:com.adobe.xmp") and the "Raw profile
@@ -24,7 +26,11 @@ import (
 //   - WebP: the EXIF and "XMP " chunks, with the VP8X flags and the RIFF size
 //     fixed; anything after the RIFF's declared end.
 //
-// The pixels are never touched. Other formats (GIF) are returned unchanged.
+//   - GIF: the application extensions that carry XMP ("XMP DataXMP") and
+//     IPTC ("MGK8BIM0000", "MGKIPTC0000", ImageMagick's); anything after
+//     the trailer.
+//
+// The pixels are never touched. Other formats are returned unchanged.
 
 // errMalformed is StripLocation's error for a container it cannot walk.
 var errMalformed = errors.New("malformed image container")
@@ -42,6 +48,8 @@ func StripLocation(data []byte) ([]byte, error) {
 		return stripPNG(data)
 	case len(data) >= 12 && string(data[0:4]) == "RIFF" && string(data[8:12]) == "WEBP":
 		return stripWebP(data)
+	case len(data) >= 6 && (string(data[:6]) == "GIF87a" || string(data[:6]) == "GIF89a"):
+		return stripGIF(data)
 	}
 	return data, nil
 }
@@ -81,6 +89,7 @@ const (
 	jpegRST7 = 0xD7
 	jpegAPP1 = 0xE1
 	jpegAPP2 = 0xE2
+	jpegAPP6 = 0xE6
 	jpegAPPD = 0xED
 )
 
@@ -90,6 +99,7 @@ var (
 	xmpExtendedHeader = []byte("http://ns.adobe.com/xmp/extension/\x00")
 	photoshopHeader   = []byte("Photoshop 3.0\x00")
 	mpfHeader         = []byte("MPF\x00")
+	goProHeader       = []byte("GoPro\x00")
 )
 
 // stripJPEG walks the JPEG's markers the way image/jpeg's decoder does
@@ -139,18 +149,31 @@ func stripJPEG(data []byte) ([]byte, error) {
 		end := i + n
 		i = end
 		switch {
-		case m == jpegAPP1 && bytes.HasPrefix(payload, exifHeader):
-			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)); changed {
+		case m == jpegAPP1 && exifHeaderAt(payload) >= 0:
+			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)+exifHeaderAt(payload)); changed {
 				spans = append(spans, span{start, end, repl})
 			}
 		case m == jpegAPP1 && (bytes.HasPrefix(payload, xmpHeader) || bytes.HasPrefix(payload, xmpExtendedHeader)),
 			m == jpegAPPD && bytes.HasPrefix(payload, photoshopHeader),
-			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader):
+			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader),
+			m == jpegAPP6 && bytes.HasPrefix(payload, goProHeader):
 			spans = append(spans, span{start, end, nil})
 		case m == jpegSOS:
 			i = skipEntropyData(data, i)
 		}
 	}
+}
+
+// exifHeaderAt is where an APP1 payload's Exif header starts, or -1: as
+// ExifTool finds it, "Exif\0" in any case after at most 4 other bytes
+// (Kodak's header without its second NUL, a doubled header).
+func exifHeaderAt(payload []byte) int {
+	for k := 0; k <= 4 && k+len(exifHeader) <= len(payload); k++ {
+		if bytes.EqualFold(payload[k:k+len(exifHeader)], exifHeader) {
+			return k
+		}
+	}
+	return -1
 }
 
 // skipEntropyData returns the index of the marker that ends the entropy-
@@ -205,12 +228,29 @@ const (
 	maxIFDEntries = 1024
 )
 
+// Exif tags whose value is a whole metadata block of its own, which
+// readers (ExifTool among them) parse for location as they would the
+// block in its usual place: XMP (XMLPacket), IPTC-NAA and Photoshop's
+// image resources (IPTC inside). They go with the GPS IFD.
+const (
+	tagXMLPacket = 0x02BC
+	tagIPTCNAA   = 0x83BB
+	tagPhotoshop = 0x8649
+)
+
+// locationTag reports an IFD entry stripTIFFLocation removes.
+func locationTag(tag uint16) bool {
+	return tag == tagGPSIFD || tag == tagXMLPacket || tag == tagIPTCNAA || tag == tagPhotoshop
+}
+
 // tiffTypeSize is the size of one value of each TIFF field type.
 var tiffTypeSize = map[uint16]int{1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4}
 
 // stripTIFFLocation removes, in place, every GPS IFD pointer of the TIFF
 // structure t (IFD0, the IFDs chained after it, the Exif and interoperability
-// IFDs) and zeroes the GPS IFDs they pointed to with their values. Nothing
+// IFDs) and zeroes the GPS IFDs they pointed to with their values; and
+// removes the entries holding XMP, IPTC or Photoshop blocks (locationTag),
+// zeroing their values. Nothing
 // moves, so every other offset stays valid. ok is false when the structure
 // is not one it can change safely: out of bounds, or IFDs and GPS values
 // that overlap (a change to one would change another).
@@ -231,7 +271,9 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 	type ifd struct{ off, n int }
 	var ifds []ifd
 	var regions [][2]int
+	changedBlock := false
 	var gps []uint32
+	var zero [][2]int
 	queue := []uint32{bo.Uint32(t[4:])}
 	seen := map[uint32]bool{}
 	for len(queue) > 0 {
@@ -255,18 +297,27 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 			switch bo.Uint16(ent) {
 			case tagGPSIFD:
 				gps = append(gps, bo.Uint32(ent[8:]))
+			case tagXMLPacket, tagIPTCNAA, tagPhotoshop:
+				// The block's bytes, when out of line, are zeroed too.
+				r, ok := valueRange(t, bo, ent)
+				if !ok {
+					return false, false
+				}
+				if r[1] > r[0] {
+					zero = append(zero, r)
+				}
+				changedBlock = true
 			case tagExifIFD, tagInteropIFD:
 				queue = append(queue, bo.Uint32(ent[8:]))
 			}
 		}
 		queue = append(queue, bo.Uint32(t[o+2+12*n:]))
 	}
-	if len(gps) == 0 {
+	if len(gps) == 0 && !changedBlock {
 		return false, true
 	}
 	// The GPS IFDs and their values, to be zeroed: none may touch an IFD
 	// that stays.
-	var zero [][2]int
 	for _, off := range gps {
 		r, ok := gpsRanges(t, bo, off)
 		if !ok {
@@ -293,7 +344,7 @@ func stripTIFFLocation(t []byte) (changed, ok bool) {
 		kept := make([]byte, 0, 12*d.n)
 		for e := range d.n {
 			ent := t[d.off+2+12*e : d.off+2+12*e+12]
-			if bo.Uint16(ent) != tagGPSIFD {
+			if !locationTag(bo.Uint16(ent)) {
 				kept = append(kept, ent...)
 			}
 		}
@@ -324,6 +375,25 @@ func readIFD(t []byte, bo binary.ByteOrder, off uint32) (o, n int, ok bool) {
 		return 0, 0, false
 	}
 	return o, n, true
+}
+
+// valueRange is the byte range of an IFD entry's value stored out of line
+// (empty when it fits in the entry); ok is false when its type is unknown
+// or it is out of bounds.
+func valueRange(t []byte, bo binary.ByteOrder, ent []byte) (r [2]int, ok bool) {
+	size, known := tiffTypeSize[bo.Uint16(ent[2:])]
+	if !known {
+		return r, false
+	}
+	total := uint64(size) * uint64(bo.Uint32(ent[4:]))
+	if total <= 4 {
+		return r, true
+	}
+	at := uint64(bo.Uint32(ent[8:]))
+	if at+total > uint64(len(t)) {
+		return r, false
+	}
+	return [2]int{int(at), int(at + total)}, true
 }
 
 // gpsRanges lists the byte ranges of the GPS IFD at off: the IFD and every
@@ -451,4 +521,92 @@ func stripWebP(data []byte) ([]byte, error) {
 		out[at+8] &^= webpFlagEXIF | webpFlagXMP
 	}
 	return out, nil
+}
+
+// gifLocationApps are the application extension identifiers (8 bytes of
+// name and 3 of authentication code) whose data can hold location: XMP,
+// and the Photoshop/IPTC profiles ImageMagick writes.
+var gifLocationApps = []string{"XMP DataXMP", "MGK8BIM0000", "MGKIPTC0000"}
+
+// stripGIF drops the GIF application extensions that can hold location
+// and cuts after the trailer. image/gif reads no further than the first
+// image, so what follows it and cannot be walked (bytes that are no block,
+// a block cut short, no trailer) is cut, and a trailer put in its place:
+// no reader then finds metadata there. A file that cannot be walked up to
+// its first image is malformed: image/gif refuses it too.
+func stripGIF(data []byte) ([]byte, error) {
+	if len(data) < 13 {
+		return nil, errMalformed
+	}
+	i := 13
+	if flags := data[10]; flags&0x80 != 0 {
+		i += 3 << (flags&7 + 1)
+	}
+	// subBlocks returns the end of the data sub-blocks starting at j.
+	subBlocks := func(j int) (int, bool) {
+		for {
+			if j >= len(data) {
+				return 0, false
+			}
+			n := int(data[j])
+			j++
+			if n == 0 {
+				return j, true
+			}
+			j += n
+		}
+	}
+	var spans []span
+	images := 0
+	// unwalkable ends the walk at i: malformed before the first image,
+	// else cut there with a trailer.
+	unwalkable := func(i int) ([]byte, error) {
+		if images == 0 {
+			return nil, errMalformed
+		}
+		out := bytes.Clone(splice(data, spans, i))
+		return append(out, 0x3B), nil
+	}
+	for {
+		if i >= len(data) {
+			return unwalkable(i)
+		}
+		switch data[i] {
+		case 0x3B: // trailer
+			return splice(data, spans, i+1), nil
+		case 0x21: // extension: label, then sub-blocks
+			if i+2 > len(data) {
+				return unwalkable(i)
+			}
+			end, ok := subBlocks(i + 2)
+			if !ok {
+				return unwalkable(i)
+			}
+			if data[i+1] == 0xFF && i+3+11 <= len(data) && data[i+2] == 11 {
+				id := string(data[i+3 : i+3+11])
+				for _, app := range gifLocationApps {
+					if id == app {
+						spans = append(spans, span{i, end, nil})
+					}
+				}
+			}
+			i = end
+		case 0x2C: // image: descriptor, local colour table, LZW code size, sub-blocks
+			if i+10 > len(data) {
+				return unwalkable(i)
+			}
+			j := i + 10
+			if flags := data[i+9]; flags&0x80 != 0 {
+				j += 3 << (flags&7 + 1)
+			}
+			end, ok := subBlocks(j + 1)
+			if !ok {
+				return unwalkable(i)
+			}
+			i = end
+			images++
+		default:
+			return unwalkable(i)
+		}
+	}
 }

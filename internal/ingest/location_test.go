@@ -334,10 +334,15 @@ func TestCheckPhoto_MalformedContainerThatDecodesIsRefused(t *testing.T) {
 func FuzzStripLocation(f *testing.F) {
 	f.Add(jpegWith(f, 8, 8, []byte("tail"), exifSegment(tiffWithGPS(binary.LittleEndian)), jpegSegment(jpegAPP1, append(bytes.Clone(xmpHeader), 'x'))))
 	f.Add(jpegWith(f, 9, 7, nil, exifSegment(tiffWithGPS(binary.BigEndian))))
+	f.Add(jpegWith(f, 9, 7, nil, exifSegment(tiffWithEmbeddedXMP(binary.LittleEndian))))
 	png := PNGBytes(f, 6, 4)
 	f.Add(append(append(bytes.Clone(png[:33]), pngChunk("eXIf", tiffWithGPS(binary.BigEndian))...), png[33:]...))
 	f.Add(webpFile([2]string{"VP8X", "\x0c\x00\x00\x00\x01\x00\x00\x01\x00\x00"}, [2]string{"EXIF", "x"}))
 	f.Add(GIFBytes(f, 3, 3))
+	if g := GIFBytes(f, 3, 3); len(g) > 13 && g[10]&0x80 != 0 {
+		at := 13 + 3<<(g[10]&7+1)
+		f.Add(append(append(bytes.Clone(g[:at]), append([]byte("\x21\xff\x0bXMP DataXMP\x03abc\x00"), g[at:]...)...), "tail"...))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bytes.Clone(data)
 		out, err := StripLocation(data)

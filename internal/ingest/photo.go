@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -334,6 +335,29 @@ func decodeOnce(data []byte) (err error) {
 	return err
 }
 
+// pngGrayTransparent reports a grayscale PNG (colour type 0) with a tRNS
+// chunk before its first IDAT.
+func pngGrayTransparent(data []byte) bool {
+	if len(data) < 33 || data[25] != 0 {
+		return false
+	}
+	for i := 8; i+8 <= len(data); {
+		n := uint64(binary.BigEndian.Uint32(data[i:]))
+		switch string(data[i+4 : i+8]) {
+		case "tRNS":
+			return true
+		case "IDAT", "IEND":
+			return false
+		}
+		next := uint64(i) + 12 + n
+		if next > uint64(len(data)) {
+			return false
+		}
+		i = int(next)
+	}
+	return false
+}
+
 // bytesPerPixel is the size of one pixel of the image a decoder returns for
 // a color model, as image.DecodeConfig reports it. Unknown models count as
 // the largest standard form (8 bytes, 16-bit RGBA).
@@ -360,7 +384,9 @@ func bytesPerPixel(m color.Model) int64 {
 // of the image allocates: the decoded image and the decoder's large
 // working buffers. It errs on the high side.
 //   - PNG: width × height × bytes per pixel; an interlaced PNG decodes each
-//     pass into its own image before merging, so it counts twice.
+//     pass into its own image before merging, so it counts twice. A
+//     grayscale PNG with a tRNS chunk decodes into NRGBA (4 bytes a pixel,
+//     8 at 16 bits), whatever DecodeConfig's model says.
 //   - JPEG: the component planes the decoder allocates, from the frame
 //     header's sampling factors (a 4:2:0 photo is 1.5 bytes a pixel); a
 //     progressive JPEG also keeps every coefficient block (4 bytes a
@@ -372,6 +398,14 @@ func photoDecodeCost(format string, cfg image.Config, data []byte) int64 {
 	base := px * bytesPerPixel(cfg.ColorModel)
 	switch format {
 	case "png":
+		if pngGrayTransparent(data) {
+			// image/png decodes a grayscale PNG with a tRNS chunk into
+			// NRGBA (NRGBA64 at 16 bits), not the Gray DecodeConfig names.
+			base = px * 4
+			if cfg.ColorModel == color.Gray16Model {
+				base = px * 8
+			}
+		}
 		if len(data) > 28 && data[28] != 0 { // IHDR interlace method
 			return 2 * base
 		}

@@ -124,6 +124,7 @@ DECLARE
     v_action   text := p_review ->> 'action';
     v_dup_c    text := nullif(p_review ->> 'duplicate_of_candidate_id', '');
     v_dup_i    text := nullif(p_review ->> 'duplicate_of_item_id', '');
+    v_n        integer;
     v_reason   text := coalesce(p_review ->> 'reason', '');
     v_expected integer;
     v_to       text;
@@ -191,6 +192,17 @@ BEGIN
             WHEN c.review_status = 'approved' THEN 'a seller approved it; review does not undo that'
             WHEN v_action = 'reopen' THEN 'only a rejected or duplicate candidate is reopened'
             ELSE 'reopen it first' END));
+    END IF;
+    -- A candidate other duplicates point at is not marked a duplicate
+    -- itself (no chain by order; domain.CheckCandidateReview). Its row is
+    -- locked above, and a duplicate pointing at it locks it too (FOR SHARE).
+    IF v_action = 'mark_duplicate' THEN
+        SELECT count(*) INTO v_n FROM trovesnap.inventory_candidates x
+        WHERE x.tenant_id = c.tenant_id AND x.duplicate_of_candidate_id = c.id AND x.review_status = 'duplicate';
+        IF v_n > 0 THEN
+            PERFORM trovesnap.fail('transition_invalid', format('candidate %s is the original of %s duplicates: mark them duplicates of what it duplicates, or reopen them, first',
+                c.id, v_n));
+        END IF;
     END IF;
     IF v_dup_c IS NOT NULL THEN
         PERFORM trovesnap.check_ref('inventory_candidates', 'duplicate_of_candidate_id', v_dup_c);
