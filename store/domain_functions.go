@@ -230,24 +230,8 @@ func (s *Store) promoteInventoryCandidate(ctx context.Context, tx *sql.Tx, prop 
 			return "", s.dbErr("promote: price history", err)
 		}
 	}
-	for k, asset := range photos {
-		// Each photo is still the candidate's: the asset it names is
-		// attached to this candidate (a proposal names nothing else).
-		var key string
-		var w, h int
-		err := tx.QueryRowContext(ctx, `SELECT a.storage_path, a.width, a.height FROM candidate_media m
-			JOIN source_assets a ON a.tenant_id = m.tenant_id AND a.id = m.asset_id
-			WHERE m.tenant_id = ? AND m.candidate_id = ? AND m.asset_id = ?`, prop.TenantID, cid, asset).Scan(&key, &w, &h)
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", domain.Because(domain.ErrTransitionInvalid, "asset %s is not a photo of candidate %s", asset, cid)
-		}
-		if err != nil {
-			return "", s.dbErr("promote: photo", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO item_photos (id, tenant_id, item_id, storage_key, width, height, position, published, asset_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, s.ids.New(domain.PrefixPhoto), prop.TenantID, id, key, w, h, k+1, asset); err != nil {
-			return "", s.dbErr("promote: photo", err)
-		}
+	if err := s.addCandidatePhotos(ctx, tx, prop.TenantID, cid, id, photos, 0); err != nil {
+		return "", err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO item_provenance (item_id, tenant_id, candidate_id, source_record_id, import_run_id, proposal_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, prop.TenantID, cid, record, run, prop.ID, ts(now)); err != nil {
@@ -299,22 +283,8 @@ func (s *Store) promoteMediaCandidate(ctx context.Context, tx *sql.Tx, prop doma
 		prop.TenantID, itemID).Scan(&last); err != nil {
 		return "", 0, s.dbErr("promote media: photos", err)
 	}
-	for k, asset := range assets {
-		var key string
-		var w, h int
-		err := tx.QueryRowContext(ctx, `SELECT a.storage_path, a.width, a.height FROM candidate_media m
-			JOIN source_assets a ON a.tenant_id = m.tenant_id AND a.id = m.asset_id
-			WHERE m.tenant_id = ? AND m.candidate_id = ? AND m.asset_id = ?`, prop.TenantID, cid, asset).Scan(&key, &w, &h)
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", 0, domain.Because(domain.ErrTransitionInvalid, "asset %s is not a photo of candidate %s", asset, cid)
-		}
-		if err != nil {
-			return "", 0, s.dbErr("promote media: photo", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO item_photos (id, tenant_id, item_id, storage_key, width, height, position, published, asset_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, s.ids.New(domain.PrefixPhoto), prop.TenantID, itemID, key, w, h, last+k+1, asset); err != nil {
-			return "", 0, s.dbErr("promote media: photo", err)
-		}
+	if err := s.addCandidatePhotos(ctx, tx, prop.TenantID, cid, itemID, assets, last); err != nil {
+		return "", 0, err
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE items SET version = version + 1, updated_at = ? WHERE id = ?", ts(now), itemID); err != nil {
 		return "", 0, s.dbErr("promote media: item", err)
@@ -323,6 +293,30 @@ func (s *Store) promoteMediaCandidate(ctx context.Context, tx *sql.Tx, prop doma
 		return "", 0, s.dbErr("promote media: candidate status", err)
 	}
 	return itemID, it.Version + 1, nil
+}
+
+// addCandidatePhotos makes the candidate's assets a proposal lists private
+// photos of the item, in order, after position last. Each must still be
+// the candidate's (attached to it: a proposal names nothing else).
+func (s *Store) addCandidatePhotos(ctx context.Context, tx *sql.Tx, tenant, cid, itemID string, assets []string, last int) error {
+	for k, asset := range assets {
+		var key string
+		var w, h int
+		err := tx.QueryRowContext(ctx, `SELECT a.storage_path, a.width, a.height FROM candidate_media m
+			JOIN source_assets a ON a.tenant_id = m.tenant_id AND a.id = m.asset_id
+			WHERE m.tenant_id = ? AND m.candidate_id = ? AND m.asset_id = ?`, tenant, cid, asset).Scan(&key, &w, &h)
+		if errors.Is(err, sql.ErrNoRows) {
+			return domain.Because(domain.ErrTransitionInvalid, "asset %s is not a photo of candidate %s", asset, cid)
+		}
+		if err != nil {
+			return s.dbErr("promote: photo", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO item_photos (id, tenant_id, item_id, storage_key, width, height, position, published, asset_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`, s.ids.New(domain.PrefixPhoto), tenant, itemID, key, w, h, last+k+1, asset); err != nil {
+			return s.dbErr("promote: photo", err)
+		}
+	}
+	return nil
 }
 
 // appendInventoryStatusEvent moves an item along the lifecycle, refusing
