@@ -487,6 +487,8 @@ func TestCatalog_TagEnumsAreTheDomains(t *testing.T) {
 		{"trove_create_status_update_candidate", "reported_status", domain.ReportableStatuses},
 		{"trove_draft_listing_copy", "tone", domain.DraftTones},
 		{"trove_stage_export", "channel", domain.ExportChannels},
+		{"trove_propose_buyer_notification", "audience", domain.NotificationAudiences()},
+		{"trove_propose_buyer_notification", "channels", domain.NotificationChannels()},
 	} {
 		tl, ok := Lookup(c.tool)
 		if !ok || tl.InputSchema.Properties[c.field] == nil {
@@ -494,7 +496,11 @@ func TestCatalog_TagEnumsAreTheDomains(t *testing.T) {
 			continue
 		}
 		var got []string
-		for _, e := range tl.InputSchema.Properties[c.field].Enum {
+		enum := tl.InputSchema.Properties[c.field].Enum
+		if items := tl.InputSchema.Properties[c.field].Items; len(enum) == 0 && items != nil {
+			enum = items.Enum // a list of enum values
+		}
+		for _, e := range enum {
 			s, _ := e.(string)
 			got = append(got, s)
 		}

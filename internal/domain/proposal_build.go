@@ -639,6 +639,13 @@ type NotificationTarget struct {
 	Sale *Sale
 }
 
+// NotificationAudiences are the buyers a notification may address: those
+// who saved the item, follow the sale, or follow its category.
+func NotificationAudiences() []string { return []string{"saved_item", "followed_sale", "category_interest"} }
+
+// NotificationChannels are the channels a notification may go by.
+func NotificationChannels() []string { return []string{"email", "sms", "push"} }
+
 // AudienceLookup sums the demand signals of a sale (saves and follows),
 // narrowed to a top-level category when one is given. Counts only: never
 // a buyer identity.
@@ -652,6 +659,13 @@ func BuildNotification(p Principal, d ProposalDraft, prop *Proposal, target Noti
 	channels, _ := d.Fields["channels"].([]string)
 	aud, _ := d.Fields["audience"].(string)
 	tmpl, _ := d.Fields["message_template"].(string)
+	if !slices.Contains(NotificationAudiences(), aud) {
+		return Invalid("audience", "one of "+strings.Join(NotificationAudiences(), ", "))
+	}
+	if len(channels) == 0 || len(slices.Compact(slices.Sorted(slices.Values(channels)))) != len(channels) ||
+		slices.ContainsFunc(channels, func(c string) bool { return !slices.Contains(NotificationChannels(), c) }) {
+		return Invalid("channels", "one or more of "+strings.Join(NotificationChannels(), ", ")+", each once")
+	}
 	var saleID, title, category string
 	if target.Item != nil {
 		prop.TargetKind = "item"

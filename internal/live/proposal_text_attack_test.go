@@ -1,6 +1,8 @@
 package live_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/triunalabs/trovesnap/fixtures"
@@ -27,10 +29,10 @@ func TestAttack_ProposalBodyTextTheDatabaseDoesNotDerive(t *testing.T) {
 	a.accept(note)
 }
 
-// Not fixed here (a generated enum list is the fix): a notification's
-// selection basis and channels are taken from the body as they are.
+// A notification's selection basis and channels are the builder's lists
+// (domain.NotificationAudiences, NotificationChannels, generated for
+// derive_proposal): anything else in a body is refused, nothing stored.
 func TestAttack_ProposalNotificationTextTheDatabaseDoesNotDerive(t *testing.T) {
-	t.Skip("open finding F9 of #16's attack (closing note): the audience and channel lists go into internal/domain and are generated for mcp_create_proposal")
 	a := newAuthority(t)
 	note, err := a.propose(authorityDraft(domain.ActionBuyerNotify, map[string]any{"audience": "followed_sale",
 		"channels": []string{"email"}, "message_template": "Doors open"}, domain.TargetVersion{ID: fixtures.PublishedSaleID, Version: 4}))
@@ -42,5 +44,17 @@ func TestAttack_ProposalNotificationTextTheDatabaseDoesNotDerive(t *testing.T) {
 		n := *x.Notification
 		n.SelectionBasis = "followed_sale" + evil
 		x.Notification = &n
-	}, "invalid_input:notification", "")
+	}, "invalid_input:proposal", "notification")
+	for name, chans := range map[string][]string{"a channel with control sequences": {"email" + evil}, "an unknown channel": {"fax"},
+		"a channel twice": {"email", "email"}, "no channel": {}} {
+		a.t.Logf("forging %s", name)
+		a.forge(note, func(x *domain.Proposal) {
+			n := *x.Notification
+			n.Channels = chans
+			x.Notification = &n
+			// The change's text names the channels too: forged alike, so
+			// only the lists can refuse it.
+			x.Changes[0].To = strings.Replace(fmt.Sprint(x.Changes[0].To), "via email", "via "+strings.Join(chans, ","), 1)
+		}, "invalid_input:proposal", "is not what the current state of the targets gives")
+	}
 }

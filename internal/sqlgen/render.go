@@ -25,6 +25,7 @@ var Functions = []string{"action_tool", "tool_perms", "policy_may", "bulk_field_
 	"grant_statuses", "grant_issuers", "policy_statuses", "client_statuses", "review_statuses", "label_batch_statuses",
 	"disposition_sale_statuses", "unsold_item_statuses", "policy_name_max", "max_import_rows", "max_listed_ids",
 	"max_related_ids", "policy_human_only", "financial_fields", "sale_completion_statuses",
+	"notification_audiences", "notification_channels",
 	"sale_text_max", "new_sale_status", "new_sale_visibility", "new_sale_address_policy",
 	"checkout_transition", "checkout_scan_status", "checkout_scans", "policy_checkout_scans", "proposal_perms", "checkout_note_max",
 	"candidate_review_actions", "candidate_review_to"}
@@ -266,6 +267,10 @@ CREATE OR REPLACE FUNCTION trovesnap.%s() RETURNS integer
 		{"financial_fields", "the fields whose change no policy authorises, as\n-- financial (domain.FinancialFields, §18.2)", domain.FinancialFields()},
 		{"sale_completion_statuses", "the item statuses a change to which no policy\n-- authorises, as sale completion (domain.SaleCompletionStatuses, §18.2)",
 			domain.SaleCompletionStatuses()},
+		{"notification_audiences", "the buyers a notification may address (domain.NotificationAudiences)",
+			domain.NotificationAudiences()},
+		{"notification_channels", "the channels a notification may go by (domain.NotificationChannels)",
+			domain.NotificationChannels()},
 	} {
 		if len(s.list) == 0 {
 			return nil, fmt.Errorf("%s: empty list", s.name)
