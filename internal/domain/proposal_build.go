@@ -641,7 +641,9 @@ type NotificationTarget struct {
 
 // NotificationAudiences are the buyers a notification may address: those
 // who saved the item, follow the sale, or follow its category.
-func NotificationAudiences() []string { return []string{"saved_item", "followed_sale", "category_interest"} }
+func NotificationAudiences() []string {
+	return []string{"saved_item", "followed_sale", "category_interest"}
+}
 
 // NotificationChannels are the channels a notification may go by.
 func NotificationChannels() []string { return []string{"email", "sms", "push"} }
