@@ -117,3 +117,43 @@ func TestAttack_MediaPromotionOntoAnItemSoldWhileWaiting(t *testing.T) {
 		t.Fatalf("candidate is %s after a refused promotion", review)
 	}
 }
+
+// Attack (held): a token holder forges the media promotion sent to
+// mcp_create_proposal — the photos added to another item, another
+// candidate's photo, its own photo twice, a change naming another field —
+// and each is refused as not what the database derives, nothing stored.
+func TestAttack_MediaPromotionForgedBodiesRefused(t *testing.T) {
+	a := newAuthority(t)
+	up, other := authorityPNG(t, 78), authorityPNG(t, 79)
+	mc, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
+		domain.NewCandidateMedia{ItemID: "item_1003", Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
+		domain.NewCandidateMedia{ItemID: "item_1001", Upload: &other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, err := a.propose(authorityDraft(domain.ActionPromoteCandidate, nil, domain.TargetVersion{ID: mc.CandidateID, Version: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(field string, to any) func(*domain.Proposal) {
+		return func(x *domain.Proposal) {
+			for i := range x.Changes {
+				if x.Changes[i].Field == field {
+					x.Changes[i].To = to
+				}
+			}
+		}
+	}
+	a.forge(prop, set(domain.FieldAddPhotosItem, "item_1001"), "invalid_input:proposal", "changes")
+	a.forge(prop, set(domain.FieldAddPhotosAssets, []string{oc.AssetID}), "invalid_input:proposal", "changes")
+	a.forge(prop, set(domain.FieldAddPhotosAssets, []string{mc.AssetID, mc.AssetID}), "invalid_input:proposal", "changes")
+	a.forge(prop, set(domain.FieldAddPhotosAssets, []string{mc.AssetID, oc.AssetID}), "invalid_input:proposal", "changes")
+	a.forge(prop, func(x *domain.Proposal) {
+		x.Changes = append(x.Changes, domain.FieldChange{TargetID: mc.CandidateID, Field: "create_item.price_cents", To: 100})
+	}, "invalid_input:proposal", "changes")
+	a.forge(prop, func(x *domain.Proposal) { x.SaleIDs = []string{fixtures.DraftSaleID} }, "invalid_input:sale_ids", "sales")
+}
