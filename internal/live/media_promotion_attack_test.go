@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +157,72 @@ func TestAttack_MediaPromotionForgedBodiesRefused(t *testing.T) {
 		x.Changes = append(x.Changes, domain.FieldChange{TargetID: mc.CandidateID, Field: "create_item.price_cents", To: 100})
 	}, "invalid_input:proposal", "changes")
 	a.forge(prop, func(x *domain.Proposal) { x.SaleIDs = []string{fixtures.DraftSaleID} }, "invalid_input:sale_ids", "sales")
+}
+
+// Attack (held): a media promotion runs under a policy only when the
+// policy names its fields (add_photos.item_id, add_photos.asset_ids,
+// review_status) and its item's sale: a policy written for new-item
+// promotions, or scoped to another sale, is refused with nothing changed;
+// the policy that names them adds the photo privately.
+func TestAttack_MediaPromotionUnderAPolicyNeedsItsFields(t *testing.T) {
+	a := newAuthority(t)
+	admin := sellerAs(t, a.env, fixtures.DemoUserID)
+	const item = "item_1003"
+	up := authorityPNG(t, 80)
+	mc, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
+		domain.NewCandidateMedia{ItemID: item, Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, err := a.propose(authorityDraft(domain.ActionPromoteCandidate, nil, domain.TargetVersion{ID: mc.CandidateID, Version: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := a.item(item)
+	policy := func(name string, sale string, fields ...string) domain.Policy {
+		pol, err := admin.CreatePolicy(ctx, domain.Policy{TenantID: fixtures.DemoTenantID, Name: name,
+			AllowedTools: []string{"trove_execute_candidate_promotion"}, Scope: domain.PolicyScope{EstateSaleIDs: []string{sale}},
+			Conditions: domain.PolicyConditions{MaxItemsPerRun: 1, PermittedFields: fields},
+			Limits:     domain.PolicyLimits{MaxDailyActions: 50}, CreatedBy: fixtures.DemoUserID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pol, err = admin.SetPolicyStatus(ctx, pol.ID, domain.PolicyActive, fixtures.DemoUserID); err != nil {
+			t.Fatal(err)
+		}
+		return pol
+	}
+	run := func(pol domain.Policy) (domain.ExecutionResult, error) {
+		res, _, err := a.b.ExecuteProposal(ctx, a.p, a.meta(prop.Tool.Name), prop.ID, domain.Authorization{Decision: "allowed_by_policy",
+			PolicyID: pol.ID, PolicyVersion: pol.Version, ProposalHash: prop.Hash})
+		return res, err
+	}
+	newItem := policy("promote-new-items", it.SaleID, "create_item.sale_id", "create_item.title", "create_item.description",
+		"create_item.category", "create_item.room", "create_item.photos", "create_item.status", "review_status")
+	elsewhere := policy("other-sale", fixtures.DraftSaleID, domain.FieldAddPhotosItem, domain.FieldAddPhotosAssets, "review_status")
+	for _, tc := range []struct {
+		pol    domain.Policy
+		reason string
+	}{{newItem, "field not permitted by the policy: " + domain.FieldAddPhotosItem}, {elsewhere, "outside the policy's sales"}} {
+		before := counts(t, a.env)
+		res, err := run(tc.pol)
+		if !errors.Is(err, domain.ErrApprovalRequired) || !strings.Contains(err.Error(), tc.reason) {
+			t.Fatalf("media promotion under %s: %+v, %v; want approval_required (%s)", tc.pol.Name, res, err, tc.reason)
+		}
+		sameCounts(t, a.env, before, "a refused policy execution")
+	}
+	if after := a.item(item); after.Version != it.Version {
+		t.Fatalf("item moved to v%d under a refused policy", after.Version)
+	}
+	res, err := run(policy("add-photos", it.SaleID, domain.FieldAddPhotosItem, domain.FieldAddPhotosAssets, "review_status"))
+	if err != nil || len(res.Results) != 2 || res.Results[1].TargetID != item || len(res.CreatedItemIDs) != 0 {
+		t.Fatalf("media promotion under a policy naming its fields: %+v, %v", res, err)
+	}
+	full, err := a.b.GetItem(ctx, a.p, item, domain.ItemIncludes{Photos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := full.Photos[len(full.Photos)-1]; last.Published {
+		t.Fatalf("the photo a policy added is public: %+v", last)
+	}
 }
