@@ -226,3 +226,53 @@ func TestAttack_MediaPromotionUnderAPolicyNeedsItsFields(t *testing.T) {
 		t.Fatalf("the photo a policy added is public: %+v", last)
 	}
 }
+
+// Attack (held): the media promotion replayed under its key answers the
+// first result and adds no second photo; sent again under a new key it is
+// refused as executed.
+func TestAttack_MediaPromotionReplayAddsOnePhoto(t *testing.T) {
+	a := newAuthority(t)
+	const item = "item_1003"
+	up := authorityPNG(t, 81)
+	mc, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
+		domain.NewCandidateMedia{ItemID: item, Upload: &up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, err := a.propose(authorityDraft(domain.ActionPromoteCandidate, nil, domain.TargetVersion{ID: mc.CandidateID, Version: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := sellerAs(t, a.env, fixtures.DemoUserID).IssueGrant(ctx, domain.Grant{ID: domain.RandomIDs{}.New(domain.PrefixApproval),
+		TenantID: prop.TenantID, ProposalID: prop.ID, ProposalHash: prop.Hash,
+		IssuedBy: domain.GrantIssuer{Type: domain.IssuerHuman, ActorID: fixtures.DemoUserID, Surface: "attack"},
+		Tool:     prop.Tool.Name, TargetIDs: prop.TargetIDs, Constraints: approval.DefaultConstraints(prop), Status: domain.GrantActive,
+		SingleUse: true, IssuedAt: time.Now(), ExpiresAt: prop.ExpiresAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	photos := func() int {
+		full, err := a.b.GetItem(ctx, a.p, item, domain.ItemIncludes{Photos: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(full.Photos)
+	}
+	n0 := photos()
+	auth := domain.Authorization{Decision: "allowed", GrantID: g.ID, ProposalHash: prop.Hash}
+	w := a.meta(prop.Tool.Name)
+	first, _, err := a.b.ExecuteProposal(ctx, a.p, w, prop.ID, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, out, err := a.b.ExecuteProposal(ctx, a.p, w, prop.ID, auth)
+	if err != nil || !out.Replayed || len(again.Results) != 2 || *again.Results[1].NewVersion != *first.Results[1].NewVersion {
+		t.Fatalf("replay: %+v %+v, %v", again, out, err)
+	}
+	if _, _, err := a.b.ExecuteProposal(ctx, a.p, a.meta(prop.Tool.Name), prop.ID, auth); !errors.Is(err, domain.ErrApprovalConsumed) {
+		t.Fatalf("executed again under a new key: %v", err)
+	}
+	if n := photos(); n != n0+1 {
+		t.Fatalf("item has %d photos, had %d: want one more", n, n0)
+	}
+}
