@@ -22,7 +22,43 @@ import (
 func TestAttack_MediaPromotionOntoAnItemSoldWhileWaiting(t *testing.T) {
 	a := newAuthority(t)
 	const item = "item_1003"
-	up := authorityPNG(t, 77)
+	prop, grant, cand := grantedMediaPromotion(t, a, item, 77)
+	before := itemPhotoCount(t, a, item)
+	res, err := executeWhileItemHeld(t, a, prop, grant, item, "UPDATE trovesnap.items SET status = 'sold', version = version + 1 WHERE id = $1")
+	if !errors.Is(err, domain.ErrTransitionInvalid) {
+		t.Fatalf("a photo promoted onto an item sold while the execution waited: %+v, %v", res, err)
+	}
+	if n := itemPhotoCount(t, a, item); n != before {
+		t.Fatalf("the sold item has %d photos, had %d", n, before)
+	}
+	c, err := a.b.GetCandidate(ctx, a.p, cand)
+	if err != nil || c.ReviewStatus != domain.ReviewNeedsReview || c.Version != 1 {
+		t.Fatalf("candidate after a refused promotion = %+v, %v", c, err)
+	}
+}
+
+// The same race where the other transaction only moves the item's version
+// (another change of the item, committed while the execution waited): the
+// execution answers the version the item now has, not one computed from
+// the row read before the lock.
+func TestAttack_MediaPromotionAnswersTheItemsVersionAfterAConcurrentChange(t *testing.T) {
+	a := newAuthority(t)
+	const item = "item_1003"
+	prop, grant, _ := grantedMediaPromotion(t, a, item, 76)
+	res, err := executeWhileItemHeld(t, a, prop, grant, item, "UPDATE trovesnap.items SET version = version + 1 WHERE id = $1")
+	if err != nil || len(res.Results) != 2 || res.Results[1].NewVersion == nil {
+		t.Fatalf("media promotion: %+v, %v", res, err)
+	}
+	if now := a.item(item).Version; *res.Results[1].NewVersion != now {
+		t.Fatalf("the execution answered item version %d; the item is at %d", *res.Results[1].NewVersion, now)
+	}
+}
+
+// grantedMediaPromotion proposes a photo for item, its promotion, and a
+// seller's grant for it.
+func grantedMediaPromotion(t *testing.T, a *authority, item string, seed uint8) (domain.Proposal, string, string) {
+	t.Helper()
+	up := authorityPNG(t, seed)
 	mc, _, err := a.b.CreateMediaCandidate(ctx, a.p, a.meta("trove_create_media_attachment_candidate"),
 		domain.NewCandidateMedia{ItemID: item, Upload: &up})
 	if err != nil {
@@ -40,31 +76,39 @@ func TestAttack_MediaPromotionOntoAnItemSoldWhileWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prop, g.ID, mc.CandidateID
+}
 
-	sale, err := a.env.Cluster.Super(ctx)
+func itemPhotoCount(t *testing.T, a *authority, item string) int {
+	t.Helper()
+	full, err := a.b.GetItem(ctx, a.p, item, domain.ItemIncludes{Photos: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sale.Close(ctx)
+	return len(full.Photos)
+}
+
+// executeWhileItemHeld runs stmt on the item in a transaction of its own
+// (a concurrent change in flight, holding the item's row), executes the
+// proposal under the grant, waits until the execution waits for a lock,
+// commits the change, and answers the execution.
+func executeWhileItemHeld(t *testing.T, a *authority, prop domain.Proposal, grant, item, stmt string) (domain.ExecutionResult, error) {
+	t.Helper()
+	other, err := a.env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
 	watch, err := a.env.Cluster.Super(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer watch.Close(ctx)
-	photos := func() (n int) {
-		if err := watch.QueryRow(ctx, "SELECT count(*) FROM trovesnap.item_photos WHERE item_id = $1", item).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := photos()
-
-	// The sale of the item, in flight: it holds the item's row.
-	tx, err := sale.Begin(ctx)
+	tx, err := other.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "UPDATE trovesnap.items SET status = 'sold', version = version + 1 WHERE id = $1", item); err != nil {
+	if _, err := tx.Exec(ctx, stmt, item); err != nil {
 		t.Fatal(err)
 	}
 	type outcome struct {
@@ -72,12 +116,11 @@ func TestAttack_MediaPromotionOntoAnItemSoldWhileWaiting(t *testing.T) {
 		err error
 	}
 	done := make(chan outcome, 1)
+	w := a.meta(prop.Tool.Name)
 	go func() {
-		res, _, err := a.b.ExecuteProposal(ctx, a.p, a.meta(prop.Tool.Name), prop.ID,
-			domain.Authorization{Decision: "allowed", GrantID: g.ID, ProposalHash: prop.Hash})
+		res, _, err := a.b.ExecuteProposal(ctx, a.p, w, prop.ID, domain.Authorization{Decision: "allowed", GrantID: grant, ProposalHash: prop.Hash})
 		done <- outcome{res, err}
 	}()
-	// The execution waits for the item's lock, then the sale commits.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var waiting int
@@ -104,19 +147,7 @@ func TestAttack_MediaPromotionOntoAnItemSoldWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := <-done
-	if !errors.Is(o.err, domain.ErrTransitionInvalid) {
-		t.Fatalf("a photo promoted onto an item sold while the execution waited: %+v, %v", o.res, o.err)
-	}
-	if n := photos(); n != before {
-		t.Fatalf("the sold item has %d photos, had %d", n, before)
-	}
-	var review string
-	if err := watch.QueryRow(ctx, "SELECT review_status FROM trovesnap.inventory_candidates WHERE id = $1", mc.CandidateID).Scan(&review); err != nil {
-		t.Fatal(err)
-	}
-	if review != domain.ReviewNeedsReview {
-		t.Fatalf("candidate is %s after a refused promotion", review)
-	}
+	return o.res, o.err
 }
 
 // Attack (held): a token holder forges the media promotion sent to
