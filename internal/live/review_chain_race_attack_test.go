@@ -16,7 +16,9 @@ import (
 // on a second connection (a superuser transaction doing exactly what
 // mcp_review_candidate writes and locks) while the RPC runs; the RPC must
 // wait for it and then refuse on the committed state, so no chain forms.
-// Held: the candidate is locked FOR UPDATE and its target FOR SHARE.
+// Held: the candidate is locked FOR UPDATE and its target FOR SHARE. The
+// third case (B rejected while A becomes its duplicate) holds with
+// migration 45.
 func TestAttack_ReviewChainRaceOnTwoConnections(t *testing.T) {
 	a := newAuthority(t)
 	newCand := func(title string) string {
@@ -123,5 +125,28 @@ func TestAttack_ReviewChainRaceOnTwoConnections(t *testing.T) {
 	}
 	if s, d := state(B); s != domain.ReviewNeedsReview || d != nil {
 		t.Fatalf("B is %s (of %v): a chain A → B → C", s, d)
+	}
+	// A is being marked a duplicate of B; then B is rejected (the reject
+	// order of F11): it waits for A's review and is refused.
+	A, B = newCand("Lamp G"), newCand("Lamp H")
+	if tx, err = other.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, dup, A, B); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM trovesnap.inventory_candidates WHERE id = $1 FOR SHARE", B); err != nil {
+		t.Fatal(err)
+	}
+	err = race(tx, func() (domain.CandidateReviewed, error) {
+		r, _, err := a.b.ReviewCandidate(ctx, a.p, a.meta("trove_review_candidate"), domain.CandidateReview{CandidateID: B,
+			ExpectedVersion: 1, Action: domain.ReviewActionReject, Reason: "not for sale"})
+		return r, err
+	})
+	if !errors.Is(err, domain.ErrTransitionInvalid) {
+		t.Fatalf("B rejected while A became a duplicate of B: %v", err)
+	}
+	if s, _ := state(B); s != domain.ReviewNeedsReview {
+		t.Fatalf("B is %s: A points at a rejected candidate", s)
 	}
 }
