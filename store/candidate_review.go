@@ -43,7 +43,7 @@ func (s *Store) ReviewCandidate(ctx context.Context, p domain.Principal, w domai
 			}
 		}
 		var duplicatedBy int
-		if in.Action == domain.ReviewActionMarkDuplicate {
+		if in.Action == domain.ReviewActionMarkDuplicate || in.Action == domain.ReviewActionReject {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM inventory_candidates WHERE tenant_id = ? AND duplicate_of_candidate_id = ?
 				AND review_status = ?`, p.TenantID, c.ID, domain.ReviewDuplicate).Scan(&duplicatedBy); err != nil {
 				return res, domain.Related{}, s.dbErr("review candidate", err)

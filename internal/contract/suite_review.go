@@ -40,6 +40,7 @@ func runCandidateReview(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("ReviewCandidateReopenQuota", func(t *testing.T) { testReviewReopenQuota(t, open(t)) })
 	t.Run("ReviewCandidateAndPromotion", func(t *testing.T) { testReviewAndPromotion(t, open(t)) })
 	t.Run("ReviewCandidateNoChainByOrder", func(t *testing.T) { testReviewNoChainByOrder(t, open(t)) })
+	t.Run("ReviewCandidateOriginalNotRejectedUnderItsDuplicates", func(t *testing.T) { testReviewOriginalNotRejected(t, open(t)) })
 }
 
 // A duplicate points at the candidate that stands for the piece: after A
@@ -430,4 +431,43 @@ func testReviewAndPromotion(t *testing.T, in Instance) {
 		t.Fatalf("a duplicate of a promoted candidate: %v", err)
 	}
 	wantReviewed(t, b, p, res, revScoped, domain.ReviewDuplicate, 2, c.ID, "", "already promoted")
+}
+
+// Attack (F11, the reject order): after A is marked a duplicate of B,
+// rejecting B would leave A pointing at a rejected candidate — what marking
+// a duplicate of a rejected candidate refuses ("point at the original").
+// The original of duplicates is not rejected while they point at it, and
+// nothing changes; once A is reopened, B may be.
+func testReviewOriginalNotRejected(t *testing.T, in Instance) {
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	const a, orig = "candidate_772", fixtures.DemoCandidateID
+	n := 0
+	review := func(r domain.CandidateReview) error {
+		n++
+		key := fmt.Sprintf("chain-reject-%d", n)
+		_, _, err := b.ReviewCandidate(ctx, p, reviewMeta(p, key, "sha256:"+key, "event_chainrej"+fmt.Sprint(n)), r)
+		return err
+	}
+	if err := review(domain.CandidateReview{CandidateID: a, ExpectedVersion: getCandidate(t, b, p, a).Version,
+		Action: domain.ReviewActionMarkDuplicate, DuplicateOfCandidateID: orig, Reason: "same receiver"}); err != nil {
+		t.Fatalf("A a duplicate of B: %v", err)
+	}
+	before, counts := getCandidate(t, b, p, orig), in.Counts(t)
+	err := review(domain.CandidateReview{CandidateID: orig, ExpectedVersion: before.Version, Action: domain.ReviewActionReject,
+		Reason: "not for sale"})
+	wantErr(t, err, domain.ErrTransitionInvalid, "B, the original of A, rejected")
+	if after := getCandidate(t, b, p, orig); after.Version != before.Version || after.ReviewStatus != before.ReviewStatus {
+		t.Fatalf("B changed: %+v → %+v", before, after)
+	}
+	if d := changed(counts, in.Counts(t)); len(d) != 0 {
+		t.Fatalf("a refused review changed %v", d)
+	}
+	if err := review(domain.CandidateReview{CandidateID: a, ExpectedVersion: getCandidate(t, b, p, a).Version, Action: domain.ReviewActionReopen}); err != nil {
+		t.Fatalf("reopen A: %v", err)
+	}
+	if err := review(domain.CandidateReview{CandidateID: orig, ExpectedVersion: before.Version, Action: domain.ReviewActionReject,
+		Reason: "not for sale"}); err != nil {
+		t.Fatalf("B rejected once nothing points at it: %v", err)
+	}
 }

@@ -140,6 +140,8 @@ type CandidateReviewed struct {
 // duplicatedBy counts the candidates marked duplicates of c: a candidate
 // others point at as their original is not marked a duplicate itself (the
 // other order of a chain; mark them duplicates of its original instead).
+// Nor is it rejected: its duplicates would point at a rejected candidate,
+// which marking a duplicate refuses (reopen them first).
 func CheckCandidateReview(p Principal, c Candidate, in CandidateReview, target ReviewRef, duplicatedBy int) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
@@ -156,6 +158,10 @@ func CheckCandidateReview(p Principal, c Candidate, in CandidateReview, target R
 	to := ReviewStepTo(in.Action, c.ReviewStatus)
 	if to == "" {
 		return "", Because(ErrTransitionInvalid, "candidate %s is %s: %s", c.ID, c.ReviewStatus, reviewRefusal(in.Action, c.ReviewStatus))
+	}
+	if in.Action == ReviewActionReject && duplicatedBy > 0 {
+		return "", Because(ErrTransitionInvalid, "candidate %s is the original of %d duplicates: reopen them first (a duplicate points at the original, never at a rejected candidate)",
+			c.ID, duplicatedBy)
 	}
 	if in.Action != ReviewActionMarkDuplicate {
 		return to, nil
