@@ -103,6 +103,19 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 			return res, domain.Related{}, err
 		}
 		defer ins.close()
+		// Records and candidates go in by batches of ingBatch rows, one
+		// statement each (a record before the candidate that names it).
+		records := newRowBatch(tx, recordInsert, 7)
+		candidates := newRowBatch(tx, candidateInsert, 19)
+		flush := func() error {
+			if err := records.flush(ctx); err != nil {
+				return s.dbErr("import: source record", err)
+			}
+			if err := candidates.flush(ctx); err != nil {
+				return s.dbErr("import: candidate", err)
+			}
+			return nil
+		}
 		res = domain.ImportCreated{ImportRunID: runID, SourceDescriptorID: descID, SaleID: in.SaleID, Status: status,
 			SourceRecordCount: len(rows), CandidateIDs: []string{}, StatusUpdateCandidateIDs: []string{}, RejectedRows: []domain.RowIssue{}}
 		rel := domain.Related{SourceImportRunIDs: []string{runID}}
@@ -113,9 +126,7 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 			if err != nil {
 				return res, domain.Related{}, s.dbErr("import: encode row", err)
 			}
-			if _, err := ins.record.ExecContext(ctx, recordID, p.TenantID, runID, r.Row, domain.OriginalHash(payload), string(payload), ts(now)); err != nil {
-				return res, domain.Related{}, s.dbErr("import: source record", err)
-			}
+			records.add(recordID, p.TenantID, runID, r.Row, domain.OriginalHash(payload), string(payload), ts(now))
 			if len(rel.SourceImportRecordIDs) < domain.MaxRelatedIDs {
 				rel.SourceImportRecordIDs = append(rel.SourceImportRecordIDs, recordID)
 			}
@@ -130,10 +141,13 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 			}
 			c := ingCandidate(r, p, in.SaleID, descID, runID, recordID, now)
 			c.ID = s.ids.New(domain.PrefixCandidate)
-			if _, err := ins.candidate.ExecContext(ctx, c.ID, c.TenantID, c.SaleID, c.Kind, c.Title, c.Description, c.Category,
+			candidates.add(c.ID, c.TenantID, c.SaleID, c.Kind, c.Title, c.Description, c.Category,
 				c.Room, c.Condition, c.Quantity, nullInt(c.SuppliedPriceCents), c.Notes, c.ReviewStatus, c.SourceDescriptorID,
-				c.ImportRunID, c.SourceRecordID, c.CreatedByClientID, c.Version, ts(now)); err != nil {
-				return res, domain.Related{}, s.dbErr("import: candidate", err)
+				c.ImportRunID, c.SourceRecordID, c.CreatedByClientID, c.Version, ts(now))
+			if records.full() || candidates.full() || r.Kind == domain.CandidateStatusUpdate {
+				if err := flush(); err != nil {
+					return res, domain.Related{}, err
+				}
 			}
 			if r.Kind == domain.CandidateStatusUpdate {
 				it := items[r.ItemID]
@@ -162,6 +176,9 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 				in.Progress(i+1, len(rows))
 			}
 		}
+		if err := flush(); err != nil {
+			return res, domain.Related{}, err
+		}
 		if in.Progress != nil {
 			in.Progress(len(rows), len(rows))
 		}
@@ -169,36 +186,70 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 	})
 }
 
-// ingStatements are the per-row inserts of an import, prepared once: a
-// 10,000-row import runs them 20,000 times in one transaction.
+// The per-row inserts of an import, each for a batch of rows.
+const (
+	recordInsert    = `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash, payload, created_at) VALUES `
+	candidateInsert = `INSERT INTO inventory_candidates (id, tenant_id, sale_id, kind, title,
+		description, category, room, condition, quantity, supplied_price_cents, notes, review_status, source_descriptor_id,
+		import_run_id, source_record_id, created_by_client_id, version, created_at) VALUES `
+	// ingBatch rows per statement: a statement's overhead (its journal
+	// among it) is paid once for them.
+	ingBatch = 64
+)
+
+// rowBatch gathers the values of up to ingBatch rows of one insert and
+// runs them as one statement.
+type rowBatch struct {
+	tx     *sql.Tx
+	prefix string
+	cols   int
+	args   []any
+	stmts  map[int]string
+}
+
+func newRowBatch(tx *sql.Tx, prefix string, cols int) *rowBatch {
+	return &rowBatch{tx: tx, prefix: prefix, cols: cols, stmts: map[int]string{}}
+}
+
+func (b *rowBatch) add(vals ...any) { b.args = append(b.args, vals...) }
+
+func (b *rowBatch) full() bool { return len(b.args) >= ingBatch*b.cols }
+
+// flush inserts the rows gathered so far.
+func (b *rowBatch) flush(ctx context.Context) error {
+	n := len(b.args) / b.cols
+	if n == 0 {
+		return nil
+	}
+	q, ok := b.stmts[n]
+	if !ok {
+		row := "(?" + strings.Repeat(", ?", b.cols-1) + ")"
+		q = b.prefix + row + strings.Repeat(", "+row, n-1)
+		b.stmts[n] = q
+	}
+	_, err := b.tx.ExecContext(ctx, q, b.args...)
+	b.args = b.args[:0]
+	return err
+}
+
+// ingStatements are the per-row statements of an import prepared once (the
+// records and candidates go by batches: rowBatch).
 type ingStatements struct {
-	record, candidate, change *sql.Stmt
+	change *sql.Stmt
 }
 
 func (s *Store) ingPrepare(ctx context.Context, tx *sql.Tx) (*ingStatements, error) {
 	var st ingStatements
 	var err error
-	if st.record, err = tx.PrepareContext(ctx, `INSERT INTO source_records (id, tenant_id, import_run_id, ordinal, payload_hash,
-		payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		return nil, s.dbErr("import: prepare", err)
-	}
-	if st.candidate, err = tx.PrepareContext(ctx, `INSERT INTO inventory_candidates (id, tenant_id, sale_id, kind, title,
-		description, category, room, condition, quantity, supplied_price_cents, notes, review_status, source_descriptor_id,
-		import_run_id, source_record_id, created_by_client_id, version, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		st.close()
-		return nil, s.dbErr("import: prepare", err)
-	}
 	if st.change, err = tx.PrepareContext(ctx, `INSERT INTO candidate_item_changes (candidate_id, tenant_id, kind, item_id,
 		observed_version, observed_status, reported_status, effective_at, report_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		st.close()
 		return nil, s.dbErr("import: prepare", err)
 	}
 	return &st, nil
 }
 
 func (st *ingStatements) close() {
-	for _, s := range []*sql.Stmt{st.record, st.candidate, st.change} {
+	for _, s := range []*sql.Stmt{st.change} {
 		if s != nil {
 			_ = s.Close()
 		}
