@@ -3,12 +3,8 @@ package live_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,32 +21,7 @@ var cliGPS = []byte{0x2D, 0x1A, 0x2B, 0x3C, 0x0E, 0x5F, 0x60, 0x71}
 // jpegWithGPS is a small JPEG with an Exif APP1 whose GPS IFD holds cliGPS.
 func jpegWithGPS(t *testing.T) []byte {
 	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 48, 32))
-	for i := range img.Pix {
-		img.Pix[i] = uint8(i * 7)
-	}
-	img.Set(0, 0, color.RGBA{255, 0, 0, 255})
-	var b bytes.Buffer
-	if err := jpeg.Encode(&b, img, nil); err != nil {
-		t.Fatal(err)
-	}
-	var tiff bytes.Buffer
-	put := func(v any) { _ = binary.Write(&tiff, binary.BigEndian, v) }
-	tiff.WriteString("MM\x00*")
-	put(uint32(8))
-	put(uint16(1))
-	put([]any{uint16(0x8825), uint16(4), uint32(1), uint32(8 + 2 + 12 + 4)})
-	put(uint32(0))
-	put(uint16(1))
-	put([]any{uint16(0x0002), uint16(5), uint32(1), uint32(26 + 2 + 12 + 4)})
-	put(uint32(0))
-	tiff.Write(cliGPS)
-	payload := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
-	jpg := b.Bytes()
-	out := append([]byte{}, jpg[:2]...)
-	out = append(out, 0xFF, 0xE1, byte((len(payload)+2)>>8), byte(len(payload)+2))
-	out = append(out, payload...)
-	return append(out, jpg[2:]...)
+	return jpegCarryingGPS(t, cliGPS)
 }
 
 // `trovesnap media add` of the built binary in live mode, configured only
