@@ -45,15 +45,21 @@ func photoWithGPS(t *testing.T, w, h int, seed byte) []byte {
 	}
 	var tiff bytes.Buffer
 	le := binary.LittleEndian
-	put := func(v any) { _ = binary.Write(&tiff, le, v) }
+	put := func(vs ...any) {
+		for _, v := range vs {
+			if err := binary.Write(&tiff, le, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	tiff.WriteString("II*\x00")
 	put(uint32(8))
 	put(uint16(2)) // IFD0: orientation, GPS pointer
-	put([]any{uint16(0x0112), uint16(3), uint32(1), uint16(1), uint16(0)})
-	put([]any{uint16(0x8825), uint16(4), uint32(1), uint32(8 + 2 + 24 + 4)})
+	put(uint16(0x0112), uint16(3), uint32(1), uint16(1), uint16(0))
+	put(uint16(0x8825), uint16(4), uint32(1), uint32(8+2+24+4))
 	put(uint32(0))
 	put(uint16(1)) // GPS IFD: the latitude, out of line
-	put([]any{uint16(0x0002), uint16(5), uint32(1), uint32(38 + 2 + 12 + 4)})
+	put(uint16(0x0002), uint16(5), uint32(1), uint32(38+2+12+4))
 	put(uint32(0))
 	tiff.Write(gpsMarker)
 	payload := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
@@ -156,7 +162,9 @@ func TestMediaAdd_ToACandidateStoresStrippedPrivateMediaAndARerunReplays(t *test
 			t.Fatal(err)
 		}
 		if got := sha256.Sum256(stored); "sha256:"+hex.EncodeToString(got[:]) != ph.ContentHash || ph.ByteSize != len(stored) ||
-			bytes.Contains(stored, gpsMarker) || len(stored) >= len(orig) {
+			bytes.Contains(stored, gpsMarker) || len(stored) != len(orig) || !bytes.Contains(stored, []byte("Exif\x00\x00II*\x00")) {
+			// The GPS IFD is zeroed in place: the Exif segment (its
+			// orientation) stays, the length with it.
 			t.Errorf("photo %d: the stored file is not the stripped photo the result describes", i)
 		}
 		if _, _, err := image.Decode(bytes.NewReader(stored)); err != nil {
