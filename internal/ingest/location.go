@@ -31,9 +31,28 @@ import (
 //     the trailer.
 //
 // The pixels are never touched. Other formats are returned unchanged.
+//
+// The database walks every photo it stores the same way (live migration
+// media_location: trovesnap.media_location) and refuses one StripLocation
+// would change or cannot walk, so a caller that skips this function stores
+// no location either. The two are held to one table of photos
+// (ingest/locationtest) by internal/live's
+// TestMediaLocation_AgreesWithStripLocation: a change here needs the same
+// change there.
 
 // errMalformed is StripLocation's error for a container it cannot walk.
 var errMalformed = errors.New("malformed image container")
+
+// Bounds of a walk. A photo that needs more steps is none a camera or an
+// editor writes (a JPEG has tens of markers outside its entropy-coded data;
+// an 8 MiB GIF in full sub-blocks has 33k), and it is not walked: the
+// database walks every photo again in plpgsql (media_location, which holds
+// the same numbers), where a step costs microseconds, so an unbounded walk
+// would let one request hold it for seconds.
+const (
+	maxJPEGMarkers = 4096  // markers read outside entropy-coded data
+	maxChunks      = 65536 // PNG or WebP chunks; GIF blocks and sub-blocks
+)
 
 // StripLocation returns data without its location metadata (see above). It
 // returns data itself when there is nothing to remove, and a new slice
@@ -110,7 +129,10 @@ var (
 func stripJPEG(data []byte) ([]byte, error) {
 	var spans []span
 	i := 2
-	for {
+	for steps := 1; ; steps++ {
+		if steps > maxJPEGMarkers {
+			return nil, errMalformed
+		}
 		// Find the next marker: extraneous bytes up to an 0xFF, "\xff\x00"
 		// and fill bytes skipped, as image/jpeg does.
 		for i < len(data) && data[i] != 0xFF {
@@ -430,8 +452,8 @@ const pngSignature = "\x89PNG\r\n\x1a\n"
 func stripPNG(data []byte) ([]byte, error) {
 	var spans []span
 	i := len(pngSignature)
-	for {
-		if i+12 > len(data) {
+	for steps := 1; ; steps++ {
+		if steps > maxChunks || i+12 > len(data) {
 			return nil, errMalformed
 		}
 		n := binary.BigEndian.Uint32(data[i:])
@@ -458,9 +480,29 @@ func locationChunk(typ string, body []byte) bool {
 		return true
 	case "iTXt", "tEXt", "zTXt":
 		kw, _, _ := bytes.Cut(body, []byte{0})
-		return string(kw) == "XML:com.adobe.xmp" || bytes.HasPrefix(bytes.ToLower(kw), []byte("raw profile type"))
+		return string(kw) == "XML:com.adobe.xmp" || hasPrefixFoldASCII(kw, "raw profile type")
 	}
 	return false
+}
+
+// hasPrefixFoldASCII reports whether b starts with the lower-case ASCII
+// prefix, ASCII letters in any case. A PNG keyword is Latin-1: readers
+// (ExifTool among them) fold only ASCII, and so does the database's check
+// (media_location, held to this function).
+func hasPrefixFoldASCII(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // VP8X flags of the metadata chunks.
@@ -480,8 +522,8 @@ func stripWebP(data []byte) ([]byte, error) {
 	end := int(riffEnd)
 	var spans []span
 	vp8x := -1
-	for i := 12; i < end; {
-		if i+8 > end {
+	for i, steps := 12, 1; i < end; steps++ {
+		if steps > maxChunks || i+8 > end {
 			return nil, errMalformed
 		}
 		n := uint64(binary.LittleEndian.Uint32(data[i+4:]))
@@ -542,10 +584,13 @@ func stripGIF(data []byte) ([]byte, error) {
 	if flags := data[10]; flags&0x80 != 0 {
 		i += 3 << (flags&7 + 1)
 	}
+	// steps counts blocks and sub-blocks: past maxChunks the GIF is
+	// malformed, wherever that is.
+	steps := 0
 	// subBlocks returns the end of the data sub-blocks starting at j.
 	subBlocks := func(j int) (int, bool) {
 		for {
-			if j >= len(data) {
+			if steps++; j >= len(data) || steps > maxChunks {
 				return 0, false
 			}
 			n := int(data[j])
@@ -561,14 +606,14 @@ func stripGIF(data []byte) ([]byte, error) {
 	// unwalkable ends the walk at i: malformed before the first image,
 	// else cut there with a trailer.
 	unwalkable := func(i int) ([]byte, error) {
-		if images == 0 {
+		if images == 0 || steps > maxChunks {
 			return nil, errMalformed
 		}
 		out := bytes.Clone(splice(data, spans, i))
 		return append(out, 0x3B), nil
 	}
 	for {
-		if i >= len(data) {
+		if steps++; i >= len(data) || steps > maxChunks {
 			return unwalkable(i)
 		}
 		switch data[i] {

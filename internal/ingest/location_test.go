@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/ingest/locationtest"
 )
 
 // The GPS values the test photos carry: distinctive bytes that must not
@@ -342,6 +343,9 @@ func FuzzStripLocation(f *testing.F) {
 	if g := GIFBytes(f, 3, 3); len(g) > 13 && g[10]&0x80 != 0 {
 		at := 13 + 3<<(g[10]&7+1)
 		f.Add(append(append(bytes.Clone(g[:at]), append([]byte("\x21\xff\x0bXMP DataXMP\x03abc\x00"), g[at:]...)...), "tail"...))
+	}
+	for _, s := range locationtest.Seeds() {
+		f.Add(s.Bytes)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := bytes.Clone(data)
