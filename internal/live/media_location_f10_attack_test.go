@@ -1,0 +1,133 @@
+package live_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/triunalabs/trovesnap/internal/ingest"
+	"github.com/triunalabs/trovesnap/internal/ingest/locationtest"
+	"github.com/triunalabs/trovesnap/internal/live/pgtest"
+)
+
+// Attack (issue 16 F10, denial of service): media_location passes over a
+// JPEG's entropy-coded data by windows (4 KiB, then 64 KiB of hex through
+// a regular expression), but every run of fill bytes (FF FF) ends a window.
+// Entropy-coded data of "FF FF 00" repeated (each a fill byte then a
+// stuffed byte: image/jpeg and StripLocation pass over it) costs one window
+// per 3 bytes: an 8 MiB photo holds one request's transaction for minutes.
+// The check must stay under a second for any photo within the size bound.
+func TestAttackF10_FillStuffedRunsDoNotHoldTheCheck(t *testing.T) {
+	env := pgtest.Need(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	photo := bigJPEG(t)
+	sos := bytes.Index(photo, []byte{0xFF, 0xDA})
+	head := photo[:sos+2+int(photo[sos+2])<<8|int(photo[sos+3])]
+	for _, tc := range []struct {
+		name    string
+		pattern []byte
+	}{
+		{"FF FF 00", []byte{0xFF, 0xFF, 0x00}},
+		{"FF FF D0", []byte{0xFF, 0xFF, 0xD0}},
+	} {
+		in := append([]byte{}, head...)
+		for len(in) < 8<<20-2-len(tc.pattern) {
+			in = append(in, tc.pattern...)
+		}
+		in = append(in, 0xFF, 0xD9)
+		out, err := ingest.StripLocation(in)
+		want := err != nil || !bytes.Equal(out, in)
+		checkTimed(t, conn, tc.name, in, want)
+	}
+	// Past the walk's switch to 64 KiB windows (16384 0xFF bytes seen),
+	// each marker that ends a scan costs a window: 4000 empty scans.
+	in := append([]byte{}, head...)
+	for range 16400 {
+		in = append(in, 0xFF, 0x00)
+	}
+	for range 4000 {
+		in = append(in, 0xFF, 0xDA, 0x00, 0x02)
+	}
+	in = append(in, make([]byte, 8<<20-2-len(in))...)
+	in = append(in, 0xFF, 0xD9)
+	out, err := ingest.StripLocation(in)
+	checkTimed(t, conn, "empty scans", in, err != nil || !bytes.Equal(out, in))
+}
+
+// checkTimed asks the database about one photo, under a statement timeout,
+// and fails when its answer is not StripLocation's or it takes over 1 s.
+func checkTimed(t *testing.T, conn *pgx.Conn, name string, in []byte, want bool) {
+	t.Helper()
+	start := time.Now()
+	var got bool
+	err := conn.QueryRow(ctx, `SELECT trovesnap.media_location($1)`, in).Scan(&got)
+	took := time.Since(start)
+	t.Logf("%s: %d bytes, %v (StripLocation %v)", name, len(in), took, want)
+	switch {
+	case err != nil:
+		t.Errorf("%s: %d bytes: %v after %v", name, len(in), err, took)
+	case got != want:
+		t.Errorf("%s: database %v, StripLocation %v", name, got, want)
+	case took > time.Second:
+		t.Errorf("%s: the check took %v on %d bytes", name, took, len(in))
+	}
+}
+
+// Attack (issue 16 F10, denial of service): every IFD entry of an Exif
+// segment costs the plpgsql walk (media_tiff_location) a loop iteration of
+// several statements, and nothing bounds their total but the photo's size:
+// 8 MiB of Exif APP1 segments, each with chained IFDs of 1024 entries
+// (none of them location: StripLocation leaves them all), is some 700k
+// entries. StripLocation walks them in milliseconds; the check must stay
+// under a second too.
+func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
+	env := pgtest.Need(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	// One segment: 5 chained IFDs of 1024 orientation entries.
+	const ifds, entries = 5, 1024
+	tiff := []byte("II*\x00\x08\x00\x00\x00")
+	for k := range ifds {
+		tiff = binary.LittleEndian.AppendUint16(tiff, entries)
+		for range entries {
+			tiff = binary.LittleEndian.AppendUint16(tiff, 0x0112)
+			tiff = binary.LittleEndian.AppendUint16(tiff, 3)
+			tiff = binary.LittleEndian.AppendUint32(tiff, 1)
+			tiff = binary.LittleEndian.AppendUint32(tiff, 1)
+		}
+		next := uint32(0)
+		if k+1 < ifds {
+			next = uint32(len(tiff) + 4)
+		}
+		tiff = binary.LittleEndian.AppendUint32(tiff, next)
+	}
+	payload := append([]byte("Exif\x00\x00"), tiff...)
+	seg := append([]byte{0xFF, 0xE1, byte((len(payload) + 2) >> 8), byte(len(payload) + 2)}, payload...)
+	base := locationtest.Seeds()[0].Bytes // jpeg clean
+	in := append([]byte{}, base[:2]...)
+	for len(in)+len(seg)+len(base) < 8<<20 {
+		in = append(in, seg...)
+	}
+	in = append(in, base[2:]...)
+	out, err := ingest.StripLocation(in)
+	if err != nil || !bytes.Equal(out, in) {
+		t.Fatalf("StripLocation changes the photo (%v): it should carry no location", err)
+	}
+	checkTimed(t, conn, "exif entries", in, false)
+}
