@@ -2,12 +2,19 @@ package live_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"image/jpeg"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/triunalabs/trovesnap/internal/contract"
 	"github.com/triunalabs/trovesnap/internal/ingest"
 	"github.com/triunalabs/trovesnap/internal/ingest/locationtest"
 	"github.com/triunalabs/trovesnap/internal/live/pgtest"
@@ -130,4 +137,55 @@ func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 		t.Fatalf("StripLocation changes the photo (%v): it should carry no location", err)
 	}
 	checkTimed(t, conn, "exif entries", in, false)
+}
+
+// Attack (issue 16 F10, a photo with location stored anyway): the check
+// walks a JPEG only when it starts "FF D8 FF", and answers "no location"
+// for bytes it does not recognise; the database never compares the bytes
+// with the mime_type the caller gives. A JPEG whose SOI is followed by an
+// extraneous byte before its Exif APP1 ("FF D8 00 FF E1 …") is one that
+// image/jpeg, libjpeg and ExifTool read (extraneous bytes are skipped
+// before a marker), GPS included; a direct attach with mime_type
+// image/jpeg stored it. The database must refuse bytes that are not the
+// format their mime_type names (what trovesnap's sniffing guarantees of
+// every upload it makes), so every stored photo is one it walked.
+func TestAttackF10_DirectAttachOfAPhotoNotStartingAsItsTypeIsRefused(t *testing.T) {
+	env := seeded(t)
+	marker := []byte{0x2D, 0x1A, 0x2B, 0x3C, 0x0E, 0x5F, 0x60, 0x71}
+	gps := jpegCarryingGPS(t, marker)
+	shifted := append([]byte{0xFF, 0xD8, 0x00}, gps[2:]...)
+	if _, err := jpeg.Decode(bytes.NewReader(shifted)); err != nil {
+		t.Fatalf("image/jpeg does not read the shifted photo: %v", err)
+	}
+	if !bytes.Contains(shifted, marker) {
+		t.Fatal("no GPS in the shifted photo")
+	}
+	tiff := gps[bytes.Index(gps, []byte("II*\x00")) : bytes.Index(gps, marker)+len(marker)]
+	for i, tc := range []struct {
+		name, mime string
+		content    []byte
+	}{
+		{"a JPEG with an extraneous byte after SOI", "image/jpeg", shifted},
+		{"a TIFF carrying GPS named a PNG", "image/png", tiff},
+	} {
+		sum := sha256.Sum256(tc.content)
+		key := fmt.Sprintf("f10-format-%d", i)
+		args := map[string]any{"p_tool": toolAttach, "p_tool_major": 1, "p_key": key, "p_fingerprint": "sha256:" + key,
+			"p_event": map[string]any{"id": "event_" + key}, "p_started_at": nil,
+			"p_media": map[string]any{"candidate_id": "candidate_772", "mime_type": tc.mime, "width": 8, "height": 8,
+				"byte_size": len(tc.content), "content_hash": "sha256:" + hex.EncodeToString(sum[:])},
+			"p_content": base64.StdEncoding.EncodeToString(tc.content)}
+		before := ingCounts(t, env)
+		status, body := rpcClient(t, env, contract.CredOwner, "mcp_attach_candidate_media", args)
+		if status == http.StatusOK {
+			t.Errorf("%s: stored by a direct call, its GPS with it: %v", tc.name, body)
+			continue
+		}
+		if body["message"] != "trovesnap:invalid_input:image_base64" {
+			t.Errorf("%s: refusal: %d %v", tc.name, status, body)
+		}
+		if d := ingDelta(before, ingCounts(t, env)); len(d) != 0 {
+			t.Errorf("%s: the refused attach wrote %v", tc.name, d)
+		}
+	}
 }
