@@ -94,9 +94,10 @@ func checkTimed(t *testing.T, conn *pgx.Conn, name string, in []byte, want bool)
 // segment costs the plpgsql walk (media_tiff_location) a loop iteration of
 // several statements, and nothing bounds their total but the photo's size:
 // 8 MiB of Exif APP1 segments, each with chained IFDs of 1024 entries
-// (none of them location: StripLocation leaves them all), is some 700k
-// entries. StripLocation walks them in milliseconds; the check must stay
-// under a second too.
+// (none of them location), is some 700k entries. StripLocation walks them
+// in milliseconds; the check must stay under a second too, and answer as
+// StripLocation does (since the fix, which reads at most maxExifEntries
+// in all, StripLocation drops the segments past it).
 func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 	env := pgtest.Need(t)
 	conn, err := env.Cluster.Super(ctx)
@@ -132,11 +133,35 @@ func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 		in = append(in, seg...)
 	}
 	in = append(in, base[2:]...)
-	out, err := ingest.StripLocation(in)
-	if err != nil || !bytes.Equal(out, in) {
-		t.Fatalf("StripLocation changes the photo (%v): it should carry no location", err)
+	// One segment carries no location: StripLocation leaves it.
+	if out, err := ingest.StripLocation(append(append(append([]byte{}, base[:2]...), seg...), base[2:]...)); err != nil || len(out) != len(base)+len(seg) {
+		t.Fatalf("StripLocation changes one segment (%v): it should carry no location", err)
 	}
-	checkTimed(t, conn, "exif entries", in, false)
+	out, err := ingest.StripLocation(in)
+	want := err != nil || !bytes.Equal(out, in)
+	checkTimed(t, conn, "exif entries", in, want)
+
+	// Within the bound: the most Exif segments a JPEG may have (markers),
+	// each of 16 chained IFDs of no entry.
+	var empty []byte
+	empty = append(empty, "II*\x00\x08\x00\x00\x00"...)
+	for k := range 16 {
+		empty = binary.LittleEndian.AppendUint16(empty, 0)
+		next := uint32(0)
+		if k < 15 {
+			next = uint32(len(empty) + 4)
+		}
+		empty = binary.LittleEndian.AppendUint32(empty, next)
+	}
+	payload = append([]byte("Exif\x00\x00"), empty...)
+	seg = append([]byte{0xFF, 0xE1, byte((len(payload) + 2) >> 8), byte(len(payload) + 2)}, payload...)
+	in = append([]byte{}, base[:2]...)
+	for range 4080 {
+		in = append(in, seg...)
+	}
+	in = append(in, base[2:]...)
+	out, err = ingest.StripLocation(in)
+	checkTimed(t, conn, "empty IFDs", in, err != nil || !bytes.Equal(out, in))
 }
 
 // Attack (issue 16 F10, a photo with location stored anyway): the check
@@ -188,4 +213,76 @@ func TestAttackF10_DirectAttachOfAPhotoNotStartingAsItsTypeIsRefused(t *testing.
 			t.Errorf("%s: the refused attach wrote %v", tc.name, d)
 		}
 	}
+}
+
+// Attack (issue 16 F10, denial of service): IFDs may overlap (nothing
+// refuses it when there is no location to remove), so one Exif segment of
+// 1040 entries holds 16 IFDs of 1024 entries each, IFD k starting 12k
+// bytes after IFD0 (its count the top half of an entry's value, its next
+// pointer the tag of the entry after its last): 16384 entries walked per
+// 12.5 KiB, some ten million in an 8 MiB photo (the check took 9 s).
+// StripLocation walks them in milliseconds; the check must stay under a
+// second too, and answer as StripLocation does.
+func TestAttackF10_OverlappingIFDsDoNotHoldTheCheck(t *testing.T) {
+	env := pgtest.Need(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	const ifds, entries = 16, 1024
+	le := binary.LittleEndian
+	tiff := []byte("II*\x00\x08\x00\x00\x00")
+	tiff = le.AppendUint16(tiff, entries)
+	for e := range entries + ifds {
+		switch {
+		case e < ifds-1: // its value's top half is IFD e+1's count
+			tiff = le.AppendUint16(tiff, 0x0112)
+			tiff = le.AppendUint16(tiff, 3)
+			tiff = le.AppendUint32(tiff, 1)
+			tiff = le.AppendUint32(tiff, entries<<16)
+		case e >= entries: // IFD e-entries's next pointer: tag and type
+			next := uint32(0)
+			if k := e - entries; k+1 < ifds {
+				next = uint32(8 + 12*(k+1))
+			}
+			tiff = le.AppendUint32(tiff, next)
+			tiff = le.AppendUint32(tiff, 1)
+			tiff = le.AppendUint32(tiff, 0)
+		default: // an Exif IFD pointer to IFD0 (queued, then passed)
+			tiff = le.AppendUint16(tiff, 0x8769)
+			tiff = le.AppendUint16(tiff, 4)
+			tiff = le.AppendUint32(tiff, 1)
+			tiff = le.AppendUint32(tiff, 8)
+		}
+	}
+	tiff = le.AppendUint32(tiff, 0)
+	payload := append([]byte("Exif\x00\x00"), tiff...)
+	seg := append([]byte{0xFF, 0xE1, byte((len(payload) + 2) >> 8), byte(len(payload) + 2)}, payload...)
+	base := locationtest.Seeds()[0].Bytes // jpeg clean
+	in := append([]byte{}, base[:2]...)
+	for len(in)+len(seg)+len(base) < 8<<20 {
+		in = append(in, seg...)
+	}
+	in = append(in, base[2:]...)
+	// One segment carries no location: StripLocation leaves it.
+	if out, err := ingest.StripLocation(append(append(append([]byte{}, base[:2]...), seg...), base[2:]...)); err != nil || len(out) != len(base)+len(seg) {
+		t.Fatalf("StripLocation changes one segment (%v): it should carry no location", err)
+	}
+	out, err := ingest.StripLocation(in)
+	want := err != nil || !bytes.Equal(out, in)
+	// The segment walks 16 IFDs: one more is refused.
+	seg17 := bytes.Clone(seg)
+	le.PutUint32(seg17[4+6+8+2+12*(entries+ifds-1):], 8+12*ifds) // IFD15 chained on to a 17th
+	if out, err := ingest.StripLocation(append(append(append([]byte{}, base[:2]...), seg17...), base[2:]...)); err == nil && len(out) == len(base)+len(seg17) {
+		t.Fatal("a 17th IFD is not refused: the segment does not walk the IFDs it should")
+	}
+	checkTimed(t, conn, "overlapping IFDs", in, want)
+	// Within the bound: one such segment, 16384 entries walked and some
+	// 16k IFD pointers queued.
+	one := append(append(append([]byte{}, base[:2]...), seg...), base[2:]...)
+	checkTimed(t, conn, "overlapping IFDs, one segment", one, false)
 }

@@ -1,6 +1,6 @@
--- Migration 49 (issue 16, attack of finding F10). media_location (migration
--- 48) passed over a JPEG's entropy-coded data denser in 0xFF than a
--- photo's 64 KiB at a time with one regular expression, but a run of fill
+-- Migration 49 (issue 16, attack of finding F10): media_location's bounds.
+-- media_location (migration 48) passed over a JPEG's entropy-coded data
+-- denser in 0xFF than a photo's 64 KiB at a time with one regular expression, but a run of fill
 -- bytes (FF FF) ended the expression's match: entropy-coded data of
 -- "FF FF 00" repeated (a fill byte and a stuffed byte, which image/jpeg and
 -- StripLocation pass over) cost one 64 KiB window per 3 bytes, and an 8 MiB
@@ -9,10 +9,86 @@
 -- expression now passes over fill bytes before a stuffed byte or an RST
 -- marker too, and the window grows from 4 KiB while the data fills it, so
 -- a stop costs no more than the bytes passed over since the last one plus
--- 4 KiB. The walk and its answers are migration 48's.
+-- 4 KiB.
+--
+-- IFDs may overlap (nothing refuses it when there is no location to
+-- remove), so one 12 KiB Exif segment held 16 IFDs of 1024 entries each,
+-- and an 8 MiB photo some ten million entries for the plpgsql loop (9 s).
+-- StripLocation now reads at most maxExifEntries (16384) IFD entries in
+-- all of a JPEG's Exif segments and drops a segment that would read more,
+-- like any it cannot parse safely; media_tiff_entries keeps the count, and
+-- its queue of IFDs is read by index (a slice copied the whole queue at
+-- each step). Otherwise the walk and its answers are migration 48's.
 -- internal/live/media_location_f10_attack_test.go holds it.
 
 SET ROLE trovesnap_owner;
+
+-- The TIFF structure of an Exif segment (tl bytes at offset t0), as
+-- media_tiff_location (migration 48) walked it, with at most budget IFD
+-- entries read: the number read when StripLocation's stripTIFFLocation
+-- leaves the segment as it is, or -1 when it would change it (a GPS IFD
+-- pointer, or an XMP, IPTC or Photoshop block) or finds it unsafe to walk
+-- (a header it does not know, an IFD out of bounds or of over 1024
+-- entries, over 16 IFDs, entries past the budget) — in which case the
+-- whole segment would be dropped.
+CREATE FUNCTION trovesnap.media_tiff_entries(p bytea, t0 bigint, tl bigint, budget bigint) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+DECLARE
+    le    boolean;
+    queue bigint[];
+    qi    integer := 1;
+    seen  bigint[] := '{}';
+    off   bigint;
+    cnt   bigint;
+    at    bigint;
+    tag   integer;
+    read  bigint := 0;
+BEGIN
+    IF tl < 8 THEN
+        RETURN -1;
+    END IF;
+    IF substring(p FROM t0::int + 1 FOR 4) = '\x49492a00'::bytea THEN
+        le := true;
+    ELSIF substring(p FROM t0::int + 1 FOR 4) = '\x4d4d002a'::bytea THEN
+        le := false;
+    ELSE
+        RETURN -1;
+    END IF;
+    queue := ARRAY[trovesnap.media_u32(p, t0 + 4, le)];
+    WHILE qi <= cardinality(queue) LOOP
+        off := queue[qi];
+        qi := qi + 1;
+        CONTINUE WHEN off = 0 OR off = ANY (seen);
+        IF cardinality(seen) = 16 THEN
+            RETURN -1;
+        END IF;
+        seen := seen || off;
+        IF off < 8 OR off + 2 > tl THEN
+            RETURN -1;
+        END IF;
+        cnt := trovesnap.media_u16(p, t0 + off, le);
+        IF cnt > 1024 OR off + 2 + 12 * cnt + 4 > tl OR read + cnt > budget THEN
+            RETURN -1;
+        END IF;
+        read := read + cnt;
+        FOR e IN 0 .. cnt - 1 LOOP
+            at := t0 + off + 2 + 12 * e;
+            tag := trovesnap.media_u16(p, at, le);
+            -- GPS IFD (0x8825), XMLPacket (0x02BC), IPTC-NAA (0x83BB), Photoshop (0x8649).
+            IF tag = 34853 OR tag = 700 OR tag = 33723 OR tag = 34377 THEN
+                RETURN -1;
+            END IF;
+            -- Exif IFD (0x8769), interoperability IFD (0xA005).
+            IF tag = 34665 OR tag = 40965 THEN
+                queue := queue || trovesnap.media_u32(p, at + 8, le);
+            END IF;
+        END LOOP;
+        queue := queue || trovesnap.media_u32(p, t0 + off + 2 + 12 * cnt, le);
+    END LOOP;
+    RETURN read;
+END
+$$;
 
 CREATE OR REPLACE FUNCTION trovesnap.media_jpeg_location(p bytea) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -31,6 +107,8 @@ DECLARE
     steps integer := 0;
     hits  integer := 0;
     win   integer := 4096;
+    ents  bigint := 0;
+    r     bigint;
 BEGIN
     LOOP
         steps := steps + 1;
@@ -84,9 +162,15 @@ BEGIN
                 END IF;
             END LOOP;
             IF h >= 0 THEN
-                IF pl < h + 6 OR trovesnap.media_tiff_location(p, ps + h + 6, pl - h - 6) THEN
+                IF pl < h + 6 THEN
                     RETURN true;
                 END IF;
+                -- At most 16384 IFD entries in all (ingest's maxExifEntries).
+                r := trovesnap.media_tiff_entries(p, ps + h + 6, pl - h - 6, 16384 - ents);
+                IF r < 0 THEN
+                    RETURN true;
+                END IF;
+                ents := ents + r;
             ELSIF trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xap/1.0/\000'::bytea)
                   OR trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xmp/extension/\000'::bytea) THEN
                 RETURN true;
@@ -145,6 +229,8 @@ BEGIN
 END
 $$;
 
-INSERT INTO trovesnap.schema_migrations (version, name) VALUES (49, '20261204100100_trovesnap_media_location_windows');
+DROP FUNCTION trovesnap.media_tiff_location(bytea, bigint, bigint);
+
+INSERT INTO trovesnap.schema_migrations (version, name) VALUES (49, '20261204100100_trovesnap_media_location_bounds');
 
 RESET ROLE;
