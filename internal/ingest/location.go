@@ -302,7 +302,11 @@ func stripTIFFLocation(t []byte, entries *int) (changed, ok bool) {
 	// Read every IFD first, change nothing until all are known.
 	type ifd struct{ off, n int }
 	var ifds []ifd
-	var regions [][2]int
+	// The header (byte order, IFD0's offset) is kept like the IFDs: a
+	// value zeroed over it would leave a segment that cannot be parsed, so
+	// the output would not be a fixed point (StripLocation would drop it
+	// next time, and the database refuses what StripLocation changes).
+	regions := [][2]int{{0, 8}}
 	changedBlock := false
 	var gps []uint32
 	var zero [][2]int
