@@ -136,6 +136,7 @@ func stripJPEG(data []byte) ([]byte, error) {
 	var spans []span
 	i := 2
 	entries := 0 // IFD entries read so far (maxExifEntries)
+	scan := -1   // where the entropy-coded data before this marker starts
 	for steps := 1; ; steps++ {
 		if steps > maxJPEGMarkers {
 			return nil, errMalformed
@@ -149,6 +150,16 @@ func stripJPEG(data []byte) ([]byte, error) {
 			return nil, errMalformed
 		}
 		start := i
+		// A segment removed takes the fill bytes before it with it (in
+		// entropy-coded data the walk's marker is the last 0xFF of a run):
+		// an 0xFF left behind would join what follows the segment ("FF D9"
+		// from a fill byte and an extraneous byte), and the output would
+		// not be a fixed point of this walk.
+		cut := start
+		for scan >= 0 && cut > scan && data[cut-1] == 0xFF {
+			cut--
+		}
+		scan = -1
 		m := data[i+1]
 		i += 2
 		if m == 0x00 {
@@ -179,15 +190,18 @@ func stripJPEG(data []byte) ([]byte, error) {
 		i = end
 		switch {
 		case m == jpegAPP1 && exifHeaderAt(payload) >= 0:
-			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)+exifHeaderAt(payload), &entries); changed {
+			if repl, changed := stripExifSegment(data[start:end], len(data[start:end])-len(payload)+exifHeaderAt(payload), &entries); changed && repl != nil {
 				spans = append(spans, span{start, end, repl})
+			} else if changed {
+				spans = append(spans, span{cut, end, nil})
 			}
 		case m == jpegAPP1 && (bytes.HasPrefix(payload, xmpHeader) || bytes.HasPrefix(payload, xmpExtendedHeader)),
 			m == jpegAPPD && bytes.HasPrefix(payload, photoshopHeader),
 			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader),
 			m == jpegAPP6 && bytes.HasPrefix(payload, goProHeader):
-			spans = append(spans, span{start, end, nil})
+			spans = append(spans, span{cut, end, nil})
 		case m == jpegSOS:
+			scan = i
 			i = skipEntropyData(data, i)
 		}
 	}
