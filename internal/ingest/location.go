@@ -52,11 +52,12 @@ var errMalformed = errors.New("malformed image container")
 const (
 	maxJPEGMarkers = 4096  // markers read outside entropy-coded data
 	maxChunks      = 65536 // PNG or WebP chunks; GIF blocks and sub-blocks
-	// maxExifEntries bounds the IFD entries read in all of a JPEG's Exif
-	// segments (a camera writes a hundred or two): IFDs may overlap, so
-	// without it one 12 KiB segment walks 16 IFDs of 1024 entries, and an
-	// 8 MiB photo ten million. An Exif segment that would pass it is not
-	// walked: it is dropped whole, like any Exif it cannot parse safely.
+	// maxExifEntries bounds the IFDs and IFD entries read in all of a
+	// JPEG's Exif segments, each IFD counting 1 and each entry 1 (a camera
+	// writes a hundred or two): IFDs may overlap, so without it one 12 KiB
+	// segment walks 16 IFDs of 1024 entries, and an 8 MiB photo ten
+	// million. An Exif segment that would pass it is not walked: it is
+	// dropped whole, like any Exif it cannot parse safely.
 	maxExifEntries = 16384
 )
 
@@ -135,7 +136,7 @@ var (
 func stripJPEG(data []byte) ([]byte, error) {
 	var spans []span
 	i := 2
-	entries := 0 // IFD entries read so far (maxExifEntries)
+	entries := 0 // IFDs and IFD entries read so far (maxExifEntries)
 	scan := -1   // where the entropy-coded data before this marker starts
 	for steps := 1; ; steps++ {
 		if steps > maxJPEGMarkers {
@@ -247,7 +248,7 @@ func skipEntropyData(data []byte, i int) int {
 // marker included; its TIFF data starts at hdr+6). It returns the new
 // segment, of the same length, and whether anything changed; a segment that
 // cannot be parsed safely is dropped whole (nil, true). entries counts the
-// IFD entries read (maxExifEntries).
+// IFDs and IFD entries read (maxExifEntries).
 func stripExifSegment(seg []byte, hdr int, entries *int) ([]byte, bool) {
 	if len(seg) < hdr+6 {
 		return nil, true
@@ -297,8 +298,8 @@ var tiffTypeSize = map[uint16]int{1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2
 // zeroing their values. Nothing
 // moves, so every other offset stays valid. ok is false when the structure
 // is not one it can change safely: out of bounds, or IFDs and GPS values
-// that overlap (a change to one would change another), or IFDs whose
-// entries would take *entries, the count of those read, past
+// that overlap (a change to one would change another), or IFDs that
+// would take *entries, the count of IFDs and entries read, past
 // maxExifEntries.
 func stripTIFFLocation(t []byte, entries *int) (changed, ok bool) {
 	if len(t) < 8 {
@@ -337,10 +338,10 @@ func stripTIFFLocation(t []byte, entries *int) (changed, ok bool) {
 		}
 		seen[off] = true
 		o, n, ok := readIFD(t, bo, off)
-		if !ok || *entries+n > maxExifEntries {
+		if !ok || *entries+1+n > maxExifEntries {
 			return false, false
 		}
-		*entries += n
+		*entries += 1 + n
 		ifds = append(ifds, ifd{o, n})
 		regions = append(regions, [2]int{o, o + 2 + 12*n + 4})
 		for e := range n {

@@ -141,8 +141,9 @@ func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 	want := err != nil || !bytes.Equal(out, in)
 	checkTimed(t, conn, "exif entries", in, want)
 
-	// Within the bound: the most Exif segments a JPEG may have (markers),
-	// each of 16 chained IFDs of no entry.
+	// The most Exif segments a JPEG may have (markers), each of 16 chained
+	// IFDs of no entry: 65k IFDs (273 ms before maxExifEntries counted
+	// IFDs too; past it now).
 	var empty []byte
 	empty = append(empty, "II*\x00\x08\x00\x00\x00"...)
 	for k := range 16 {
@@ -162,6 +163,21 @@ func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 	in = append(in, base[2:]...)
 	out, err = ingest.StripLocation(in)
 	checkTimed(t, conn, "empty IFDs", in, err != nil || !bytes.Equal(out, in))
+
+	// Both costs in one photo: those segments, then a scan of "FF FF 00"
+	// up to the size bound.
+	sos := bytes.Index(base, []byte{0xFF, 0xDA})
+	in = append([]byte{}, base[:2]...)
+	for range 4080 {
+		in = append(in, seg...)
+	}
+	in = append(in, base[2:sos+2+int(base[sos+2])<<8|int(base[sos+3])]...)
+	for len(in) < 8<<20-5 {
+		in = append(in, 0xFF, 0xFF, 0x00)
+	}
+	in = append(in, 0xFF, 0xD9)
+	out, err = ingest.StripLocation(in)
+	checkTimed(t, conn, "empty IFDs and a scan", in, err != nil || !bytes.Equal(out, in))
 }
 
 // Attack (issue 16 F10, a photo with location stored anyway): the check
@@ -217,9 +233,9 @@ func TestAttackF10_DirectAttachOfAPhotoNotStartingAsItsTypeIsRefused(t *testing.
 
 // Attack (issue 16 F10, denial of service): IFDs may overlap (nothing
 // refuses it when there is no location to remove), so one Exif segment of
-// 1040 entries holds 16 IFDs of 1024 entries each, IFD k starting 12k
+// 1039 entries holds 16 IFDs of 1023 entries each, IFD k starting 12k
 // bytes after IFD0 (its count the top half of an entry's value, its next
-// pointer the tag of the entry after its last): 16384 entries walked per
+// pointer the tag of the entry after its last): 16368 entries walked per
 // 12.5 KiB, some ten million in an 8 MiB photo (the check took 9 s).
 // StripLocation walks them in milliseconds; the check must stay under a
 // second too, and answer as StripLocation does.
@@ -233,7 +249,7 @@ func TestAttackF10_OverlappingIFDsDoNotHoldTheCheck(t *testing.T) {
 	if _, err := conn.Exec(ctx, `SET statement_timeout = '10s'`); err != nil {
 		t.Fatal(err)
 	}
-	const ifds, entries = 16, 1024
+	const ifds, entries = 16, 1023 // 16 + 16×1023: maxExifEntries
 	le := binary.LittleEndian
 	tiff := []byte("II*\x00\x08\x00\x00\x00")
 	tiff = le.AppendUint16(tiff, entries)
@@ -281,8 +297,62 @@ func TestAttackF10_OverlappingIFDsDoNotHoldTheCheck(t *testing.T) {
 		t.Fatal("a 17th IFD is not refused: the segment does not walk the IFDs it should")
 	}
 	checkTimed(t, conn, "overlapping IFDs", in, want)
-	// Within the bound: one such segment, 16384 entries walked and some
+	// Within the bound: one such segment, 16368 entries walked and some
 	// 16k IFD pointers queued.
 	one := append(append(append([]byte{}, base[:2]...), seg...), base[2:]...)
 	checkTimed(t, conn, "overlapping IFDs, one segment", one, false)
+}
+
+// Attack (issue 16 F10, denial of service), the other formats at their
+// walk's bound: 65536 PNG text chunks whose keyword is 16 bytes (each
+// folded and compared), 65536 WebP chunks, a GIF of 65536 one-byte
+// sub-blocks; and 4096 JPEG APP1 segments, each an XMP-like header that is
+// not one. Each check stays under a second and answers as StripLocation.
+func TestAttackF10_OtherFormatsAtTheirBoundDoNotHoldTheCheck(t *testing.T) {
+	env := pgtest.Need(t)
+	conn, err := env.Cluster.Super(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	seeds := map[string][]byte{}
+	for _, s := range locationtest.Seeds() {
+		seeds[s.Name] = s.Bytes
+	}
+	inputs := map[string][]byte{}
+	p := seeds["png clean"]
+	png := append([]byte{}, p[:33]...)
+	for range 65530 {
+		png = binary.BigEndian.AppendUint32(png, 16)
+		png = append(png, "tEXtRaw profile typ_"...)
+		png = append(png, 0, 0, 0, 0)
+	}
+	inputs["png keywords"] = append(png, p[33:]...)
+	webp := []byte("RIFF\x00\x00\x00\x00WEBPVP8L\x06\x00\x00\x00\x2f\x00\x00\x00\x00\x07")
+	for range 65530 {
+		webp = append(webp, "JUNK\x00\x00\x00\x00"...)
+	}
+	binary.LittleEndian.PutUint32(webp[4:], uint32(len(webp)-8))
+	inputs["webp chunks"] = webp
+	g := seeds["gif clean"]
+	at := 13 + 3<<(g[10]&7+1)
+	gif := append(append([]byte{}, g[:at]...), 0x21, 0xFE)
+	for range 65520 {
+		gif = append(gif, 1, 'x')
+	}
+	inputs["gif sub-blocks"] = append(append(gif, 0), g[at:]...)
+	j := seeds["jpeg clean"]
+	jpg := append([]byte{}, j[:2]...)
+	for range 4080 {
+		jpg = append(jpg, f10Seg(0xE1, []byte("http://ns.adobe.com/xap/1.0/"))...)
+	}
+	inputs["jpeg APP1s"] = append(jpg, j[2:]...)
+	for _, name := range []string{"png keywords", "webp chunks", "gif sub-blocks", "jpeg APP1s"} {
+		in := inputs[name]
+		out, err := ingest.StripLocation(in)
+		checkTimed(t, conn, name, in, err != nil || !bytes.Equal(out, in))
+	}
 }

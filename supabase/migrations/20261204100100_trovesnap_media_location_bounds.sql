@@ -14,8 +14,9 @@
 -- IFDs may overlap (nothing refuses it when there is no location to
 -- remove), so one 12 KiB Exif segment held 16 IFDs of 1024 entries each,
 -- and an 8 MiB photo some ten million entries for the plpgsql loop (9 s).
--- StripLocation now reads at most maxExifEntries (16384) IFD entries in
--- all of a JPEG's Exif segments and drops a segment that would read more,
+-- StripLocation now reads at most maxExifEntries (16384) IFDs and IFD
+-- entries in all of a JPEG's Exif segments (4096 segments of 16 empty
+-- IFDs were 65k IFDs) and drops a segment that would read more,
 -- like any it cannot parse safely; media_tiff_entries keeps the count, and
 -- its queue of IFDs is read by index (a slice copied the whole queue at
 -- each step). Otherwise the walk and its answers are migration 48's.
@@ -24,8 +25,8 @@
 SET ROLE trovesnap_owner;
 
 -- The TIFF structure of an Exif segment (tl bytes at offset t0), as
--- media_tiff_location (migration 48) walked it, with at most budget IFD
--- entries read: the number read when StripLocation's stripTIFFLocation
+-- media_tiff_location (migration 48) walked it, with at most budget IFDs
+-- and IFD entries read (each counting 1): the number read when StripLocation's stripTIFFLocation
 -- leaves the segment as it is, or -1 when it would change it (a GPS IFD
 -- pointer, or an XMP, IPTC or Photoshop block) or finds it unsafe to walk
 -- (a header it does not know, an IFD out of bounds or of over 1024
@@ -68,10 +69,10 @@ BEGIN
             RETURN -1;
         END IF;
         cnt := trovesnap.media_u16(p, t0 + off, le);
-        IF cnt > 1024 OR off + 2 + 12 * cnt + 4 > tl OR read + cnt > budget THEN
+        IF cnt > 1024 OR off + 2 + 12 * cnt + 4 > tl OR read + 1 + cnt > budget THEN
             RETURN -1;
         END IF;
-        read := read + cnt;
+        read := read + 1 + cnt;
         FOR e IN 0 .. cnt - 1 LOOP
             at := t0 + off + 2 + 12 * e;
             tag := trovesnap.media_u16(p, at, le);
@@ -165,7 +166,7 @@ BEGIN
                 IF pl < h + 6 THEN
                     RETURN true;
                 END IF;
-                -- At most 16384 IFD entries in all (ingest's maxExifEntries).
+                -- At most 16384 IFDs and entries in all (ingest's maxExifEntries).
                 r := trovesnap.media_tiff_entries(p, ps + h + 6, pl - h - 6, 16384 - ents);
                 IF r < 0 THEN
                     RETURN true;

@@ -363,8 +363,9 @@ func Limits() []Sample {
 		}
 		s = append(s, Sample{"jpeg steps " + itoa(c), withSegments(jpg, nil, segs...)})
 	}
-	// IFD entries in all of a JPEG's Exif segments (ingest's
-	// maxExifEntries, 16384): 16 segments of 1000, then one of c.
+	// IFDs and IFD entries in all of a JPEG's Exif segments (ingest's
+	// maxExifEntries, 16384): 16 segments of an IFD of 1000 entries (1001
+	// each), then one of c entries.
 	seg := func(n int) []byte {
 		ifd := make([]entry, n)
 		for i := range ifd {
@@ -373,12 +374,12 @@ func Limits() []Sample {
 		return exif("Exif\x00\x00", tiff(binary.LittleEndian, false, [][]entry{ifd}, nil))
 	}
 	thousand := seg(1000)
-	for c := 380; c <= 388; c++ {
+	for c := 363; c <= 371; c++ {
 		segs := make([][]byte, 0, 17)
 		for range 16 {
 			segs = append(segs, thousand)
 		}
-		s = append(s, Sample{"jpeg exif entries " + itoa(16000+c), withSegments(jpg, nil, append(segs, seg(c))...)})
+		s = append(s, Sample{"jpeg exif entries " + itoa(16016+1+c), withSegments(jpg, nil, append(segs, seg(c))...)})
 	}
 	p := basePNG(2, 2)
 	for c := 65528; c <= 65536; c++ {
