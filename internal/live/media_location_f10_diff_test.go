@@ -148,6 +148,63 @@ func f10Cases() []locationCase {
 			}
 		}
 	}
+	// Random IFD graphs: IFDs at random (overlapping, misaligned) offsets,
+	// entries of the tags the walk knows pointing to one another, to the
+	// edges or anywhere, counts near the bounds, either byte order.
+	tags := []uint32{0x0112, 0x8769, 0xA005, 0x8825, 0x02BC, 0x83BB, 0x8649, 0x0001, 0x8769, 0xA005}
+	for k := range 3000 {
+		bo := binary.ByteOrder(binary.LittleEndian)
+		if k%2 == 1 {
+			bo = binary.BigEndian
+		}
+		size := 8 + r.IntN(600)
+		if k%50 == 0 {
+			size = 8 + 2 + 12*(1020+r.IntN(8)) + 4 + r.IntN(3) - 1
+		}
+		nIFD := 1 + r.IntN(20)
+		offs := make([]int, nIFD)
+		for i := range offs {
+			offs[i] = 8 + r.IntN(max(1, size-8))
+			if r.IntN(3) == 0 {
+				offs[i] = 8 + 18*r.IntN(max(1, (size-8)/18))
+			}
+		}
+		pick := func() uint32 {
+			switch r.IntN(6) {
+			case 0:
+				return uint32(r.IntN(size + 4))
+			case 1:
+				return []uint32{0, 7, 8, uint32(size - 6), uint32(size - 5), uint32(size), 0xFFFFFFFF}[r.IntN(7)]
+			default:
+				return uint32(offs[r.IntN(nIFD)])
+			}
+		}
+		var ds []f10IFD
+		for i := range nIFD {
+			n := r.IntN(4)
+			if k%50 == 0 && i == 0 {
+				n = 1020 + r.IntN(8)
+			}
+			es := make([][4]uint32, n)
+			for e := range es {
+				tag := tags[r.IntN(len(tags))]
+				if r.IntN(8) == 0 {
+					tag = uint32(r.IntN(65536))
+				}
+				es[e] = [4]uint32{tag, uint32(r.IntN(15)), uint32([]int{0, 1, 2, 4, 5, 100}[r.IntN(6)]), pick()}
+			}
+			count := n
+			if r.IntN(10) == 0 {
+				count = []int{0, 1024, 1025, 65535}[r.IntN(4)]
+			}
+			next := uint32(0)
+			if r.IntN(2) == 0 {
+				next = pick()
+			}
+			ds = append(ds, f10IFD{off: offs[i], count: count, entries: es, next: next})
+		}
+		add(fmt.Sprintf("tiff random %d", k), withExif("Exif\x00\x00", f10TIFF(bo, pick(), size, ds)))
+	}
 	// Exif headers: case, position, NUL, short payloads.
 	for _, hdr := range []string{"Exif\x00\x00", "EXIF\x00", "eXiF\x00\x00", "Exif\x00", "Exif", "Exif ", "xExif\x00\x00", "1234Exif\x00\x00", "12345Exif\x00\x00", "Exi\xc6\x00\x00", "\xc5xif\x00\x00"} {
 		for _, t := range [][]byte{nil, []byte("II*\x00"), []byte("II*\x00\x08\x00\x00\x00"), []byte("II*\x00\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00")} {
