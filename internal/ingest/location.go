@@ -20,9 +20,10 @@ import (
 //     dropped, and so is anything after the End Of
 //     Image marker (the images an MPF index points to, or a motion photo's
 //     video, each with metadata of its own).
-//   - PNG: eXIf chunks, XMP (iTXt "XML:com.adobe.xmp") and the "Raw profile
-//     type …" text chunks in which tools keep Exif, IPTC and XMP; anything
-//     after IEND.
+//   - PNG: eXIf chunks (and "zxIf", in any ASCII case), XMP (iTXt
+//     "XML:com.adobe.xmp", or a "tXMP" chunk) and the "Raw profile type …"
+//     text chunks in which tools keep Exif, IPTC and XMP; anything after
+//     IEND.
 //   - WebP: the EXIF and "XMP " chunks, with the VP8X flags and the RIFF size
 //     fixed; anything after the RIFF's declared end.
 //
@@ -503,10 +504,16 @@ func stripPNG(data []byte) ([]byte, error) {
 	}
 }
 
-// locationChunk reports a PNG chunk that may hold location metadata.
+// locationChunk reports a PNG chunk that may hold location metadata:
+// Exif (eXIf, and any ASCII case of "eXIf" or "zxIf", which ExifTool reads
+// as Exif too), XMP (in a text chunk, or "tXMP", a 2001 draft's place
+// ExifTool reads) and the raw profiles.
 func locationChunk(typ string, body []byte) bool {
+	if len(typ) == 4 && (hasPrefixFoldASCII([]byte(typ), "exif") || hasPrefixFoldASCII([]byte(typ), "zxif")) {
+		return true
+	}
 	switch typ {
-	case "eXIf":
+	case "tXMP":
 		return true
 	case "iTXt", "tEXt", "zTXt":
 		kw, _, _ := bytes.Cut(body, []byte{0})

@@ -127,7 +127,7 @@ func TestAttackF10_ManyExifEntriesDoNotHoldTheCheck(t *testing.T) {
 	}
 	payload := append([]byte("Exif\x00\x00"), tiff...)
 	seg := append([]byte{0xFF, 0xE1, byte((len(payload) + 2) >> 8), byte(len(payload) + 2)}, payload...)
-	base := locationtest.Seeds()[0].Bytes // jpeg clean
+	base := f10Seed("jpeg clean")
 	in := append([]byte{}, base[:2]...)
 	for len(in)+len(seg)+len(base) < 8<<20 {
 		in = append(in, seg...)
@@ -278,7 +278,7 @@ func TestAttackF10_OverlappingIFDsDoNotHoldTheCheck(t *testing.T) {
 	tiff = le.AppendUint32(tiff, 0)
 	payload := append([]byte("Exif\x00\x00"), tiff...)
 	seg := append([]byte{0xFF, 0xE1, byte((len(payload) + 2) >> 8), byte(len(payload) + 2)}, payload...)
-	base := locationtest.Seeds()[0].Bytes // jpeg clean
+	base := f10Seed("jpeg clean")
 	in := append([]byte{}, base[:2]...)
 	for len(in)+len(seg)+len(base) < 8<<20 {
 		in = append(in, seg...)

@@ -18,6 +18,16 @@ func f10Case(name string, b []byte) locationCase {
 	return locationCase{name, b, err != nil || !bytes.Equal(out, b)}
 }
 
+// f10Seed is the table's seed of that name.
+func f10Seed(name string) []byte {
+	for _, s := range locationtest.Seeds() {
+		if s.Name == name {
+			return s.Bytes
+		}
+	}
+	panic("no seed " + name)
+}
+
 // f10Seg is a JPEG marker segment.
 func f10Seg(m byte, payload []byte) []byte {
 	n := len(payload) + 2
@@ -72,7 +82,7 @@ func f10Cases() []locationCase {
 	r := rand.New(rand.NewPCG(10, 16))
 	var cs []locationCase
 	add := func(name string, b []byte) { cs = append(cs, f10Case(name, b)) }
-	jpg := locationtest.Seeds()[0].Bytes
+	jpg := f10Seed("jpeg clean")
 	sos := bytes.Index(jpg, []byte{0xFF, 0xDA})
 	head := jpg[:sos+2+int(jpg[sos+2])<<8|int(jpg[sos+3])]
 	withExif := func(hdr string, t []byte) []byte {
@@ -300,10 +310,7 @@ func f10Cases() []locationCase {
 	}
 
 	// PNG keywords.
-	p := locationtest.Seeds()[30].Bytes // png clean
-	if !bytes.HasPrefix(p, []byte("\x89PNG")) {
-		panic("seed 30 is not the clean PNG")
-	}
+	p := f10Seed("png clean")
 	pngChunk := func(typ string, data []byte) []byte {
 		out := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
 		out = append(out, typ...)
@@ -354,10 +361,7 @@ func f10Cases() []locationCase {
 	}
 
 	// GIF: colour table flags, sub-block edges, application extensions.
-	g := locationtest.Seeds()[41].Bytes // gif clean
-	if !bytes.HasPrefix(g, []byte("GIF8")) {
-		panic("seed 41 is not the clean GIF")
-	}
+	g := f10Seed("gif clean")
 	for flags := 0; flags < 256; flags += 5 {
 		h := append([]byte{}, g[:13]...)
 		h[10] = byte(flags)

@@ -37,7 +37,7 @@ func TestAttackF10_StripLocationOutputIsAFixedPoint(t *testing.T) {
 	}
 	// A segment removed after a fill byte (the walk's marker is the last
 	// 0xFF of a run): what follows it joins the 0xFF left behind.
-	jpg := locationtest.Seeds()[0].Bytes
+	jpg := f10Seed("jpeg clean")
 	mpf := []byte{0xFF, 0xE2, 0x00, 0x06, 'M', 'P', 'F', 0x00}
 	for x := range 256 {
 		for _, at := range []int{2, len(jpg) - 2} {
@@ -68,7 +68,7 @@ func TestAttackF10_StripLocationOutputIsAFixedPoint(t *testing.T) {
 // trovesnap and its output attached: the database must store it.
 func TestAttackF10_StrippedPhotoWithAValueOverTheHeaderIsStored(t *testing.T) {
 	env := seeded(t)
-	jpg := locationtest.Seeds()[0].Bytes // jpeg clean
+	jpg := f10Seed("jpeg clean")
 	tiff := []byte("II*\x00\x08\x00\x00\x00")
 	tiff = binary.LittleEndian.AppendUint16(tiff, 1)
 	tiff = binary.LittleEndian.AppendUint16(tiff, 0x02BC) // XMLPacket

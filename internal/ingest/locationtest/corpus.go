@@ -284,6 +284,12 @@ func Seeds() []Sample {
 	add("png raw profile upper case", pngWith(p, nil, pngChunk("tEXt", []byte("RAW PROFILE TYPE iptc\x00v"))))
 	add("png raw profile non-ASCII", pngWith(p, nil, pngChunk("tEXt", []byte("raw prof\xc4\xb0le type\x00v"))))
 	add("png text other", pngWith(p, nil, pngChunk("tEXt", []byte("Comment\x00hello"))))
+	add("png exIf (eXIf in another case)", pngWith(p, nil, pngChunk("exIf", tiff(be, false, [][]entry{{ptr(tagGPSIFD, 1)}, gpsIFD()}, latitude))))
+	add("png zxIf", pngWith(p, nil, pngChunk("zxIf", []byte("compressed"))))
+	add("png ZXIF", pngWith(p, nil, pngChunk("ZXIF", nil)))
+	add("png tXMP", pngWith(p, nil, pngChunk("tXMP", []byte("<x:xmpmeta/>"))))
+	add("png txmp (not tXMP)", pngWith(p, nil, pngChunk("txmp", []byte("<x:xmpmeta/>"))))
+	add("png exi\xc6 (not exif)", pngWith(p, nil, pngChunk("exi\xc6", nil)))
 	add("png bytes after IEND", pngWith(p, []byte("tail")))
 	add("png truncated", p[:len(p)-5])
 

@@ -1,0 +1,67 @@
+package ingest_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/png"
+	"testing"
+
+	"github.com/triunalabs/trovesnap/internal/ingest"
+)
+
+// Attack (issue 16 F10, a photo stored with location by trovesnap itself):
+// StripLocation removes a PNG's eXIf chunk, but ExifTool also reads Exif
+// from a chunk whose type is any case of "eXIf" or "zxIf" (PNG.pm's
+// %stdCase: "exIf" is read as eXIf, with a warning) and XMP from a "tXMP"
+// chunk (a 2001 XMP draft's place). Each is ancillary, so image/png and
+// browsers decode the photo; CheckPhoto stored it with its GPS. The
+// database walks PNG chunks the same way, so a direct call stored it too.
+func TestAttackF10_PNGChunksExifToolReadsAreRemoved(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 4, 4))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 13)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Bytes()
+	chunk := func(typ string, data []byte) []byte {
+		out := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+		out = append(out, typ...)
+		out = append(out, data...)
+		return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(append([]byte(typ), data...)))
+	}
+	// A TIFF with a GPS IFD: latitude 40/1 44/1 12/1 (the marker).
+	marker := []byte{0, 0, 0, 40, 0, 0, 0, 1, 0, 0, 0, 44, 0, 0, 0, 1, 0, 0, 0, 12, 0, 0, 0, 1}
+	tiff := []byte("MM\x00*\x00\x00\x00\x08")
+	tiff = append(tiff, 0, 1, 0x88, 0x25, 0, 4, 0, 0, 0, 1, 0, 0, 0, 26, 0, 0, 0, 0)
+	tiff = append(tiff, 0, 1, 0, 2, 0, 5, 0, 0, 0, 3, 0, 0, 0, 44, 0, 0, 0, 0)
+	tiff = append(tiff, marker...)
+	xmp := []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="40,44.2N"/></rdf:RDF></x:xmpmeta>`)
+	for _, tc := range []struct {
+		typ  string
+		data []byte
+		mark []byte
+	}{
+		{"exIf", tiff, marker},
+		{"exif", tiff, marker},
+		{"zxIf", tiff, marker}, // (ExifTool inflates it first; stored raw here, the chunk is what matters)
+		{"zXIf", tiff, marker},
+		{"tXMP", xmp, []byte("GPSLatitude")},
+	} {
+		photo := append(append(append([]byte{}, p[:33]...), chunk(tc.typ, tc.data)...), p[33:]...)
+		if _, err := png.Decode(bytes.NewReader(photo)); err != nil {
+			t.Fatalf("%s: image/png does not decode the photo: %v", tc.typ, err)
+		}
+		up, err := ingest.CheckPhoto("image_base64", photo, "")
+		if err != nil {
+			t.Fatalf("%s: CheckPhoto: %v", tc.typ, err)
+		}
+		if bytes.Contains(up.Bytes, tc.mark) {
+			t.Errorf("%s: the photo trovesnap stores keeps the chunk, its location with it", tc.typ)
+		}
+	}
+}
