@@ -24,7 +24,8 @@ import (
 //     "XML:com.adobe.xmp", or a "tXMP" chunk) and the "Raw profile type …"
 //     text chunks in which tools keep Exif, IPTC and XMP; anything after
 //     IEND.
-//   - WebP: the EXIF and "XMP " chunks, with the VP8X flags and the RIFF size
+//   - WebP: the EXIF and "XMP " (or "XMP\0") chunks, with the VP8X flags
+//     and the RIFF size
 //     fixed; anything after the RIFF's declared end.
 //
 //   - GIF: the application extensions that carry XMP ("XMP DataXMP") and
@@ -573,7 +574,7 @@ func stripWebP(data []byte) ([]byte, error) {
 			next = uint64(end)
 		}
 		switch string(data[i : i+4]) {
-		case "EXIF", "XMP ":
+		case "EXIF", "XMP ", "XMP\x00": // (ExifTool reads XMP from "XMP\0", a writer's error)
 			spans = append(spans, span{i, int(next), nil})
 		case "VP8X":
 			if n >= 1 && data[i+8]&(webpFlagEXIF|webpFlagXMP) != 0 {

@@ -65,3 +65,24 @@ func TestAttackF10_PNGChunksExifToolReadsAreRemoved(t *testing.T) {
 		}
 	}
 }
+
+// The same for a WebP's "XMP\0" chunk, from which ExifTool reads XMP (a
+// writer's error): trovesnap has no WebP decoder, but a direct call with
+// mime_type image/webp stored it (the database walks WebP as StripLocation).
+func TestAttackF10_WebPXMPNulChunkIsRemoved(t *testing.T) {
+	xmp := "<x:xmpmeta GPSLatitude='40,44.2N'/>"
+	body := append([]byte("VP8L\x06\x00\x00\x00\x2f\x00\x00\x00\x00\x07XMP\x00"), binary.LittleEndian.AppendUint32(nil, uint32(len(xmp)))...)
+	body = append(body, xmp...)
+	if len(xmp)%2 == 1 {
+		body = append(body, 0)
+	}
+	photo := append(append([]byte("RIFF"), binary.LittleEndian.AppendUint32(nil, uint32(4+len(body)))...), "WEBP"...)
+	photo = append(photo, body...)
+	out, err := ingest.StripLocation(photo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("GPSLatitude")) {
+		t.Error(`StripLocation keeps the "XMP\0" chunk, its location with it`)
+	}
+}

@@ -308,6 +308,8 @@ func Seeds() []Sample {
 	add("webp VP8X without metadata", webp(nil, [2]string{"VP8X", "\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00"}, vp8l))
 	add("webp EXIF", webp(nil, [2]string{"VP8X", "\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00"}, vp8l, [2]string{"EXIF", "II*\x00"}))
 	add("webp XMP", webp(nil, vp8l, [2]string{"XMP ", "<x/>"}))
+	add("webp XMP\\0", webp(nil, vp8l, [2]string{"XMP\x00", "<x/>"}))
+	add("webp xmp (not XMP)", webp(nil, vp8l, [2]string{"xmp ", "<x/>"}))
 	add("webp XMP flag alone", webp(nil, [2]string{"VP8X", "\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00"}, vp8l))
 	add("webp odd last chunk without pad", webp(nil, vp8l, [2]string{"ICCP", "abc"})[:12+8+6+8+3])
 	add("webp bytes after RIFF", webp([]byte("tail"), vp8l))

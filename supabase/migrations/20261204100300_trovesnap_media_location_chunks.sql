@@ -4,7 +4,9 @@
 -- 2001 XMP draft's place). Each is ancillary, so decoders show the photo:
 -- trovesnap stored one with its GPS, and so did a direct call. StripLocation
 -- now removes them (ingest/location.go locationChunk) and media_png_location
--- refuses them; otherwise the walk is migration 48's.
+-- refuses them; likewise a WebP's "XMP\0" chunk (ExifTool reads XMP from
+-- it: a writer's error) next to "XMP " (media_webp_location). Otherwise
+-- the walk is migration 48's.
 -- internal/ingest/location_f10_attack_test.go holds it, with the table
 -- (locationtest) that holds the two to one answer.
 
@@ -53,6 +55,49 @@ BEGIN
 END
 $$;
 
-INSERT INTO trovesnap.schema_migrations (version, name) VALUES (51, '20261204100300_trovesnap_media_location_png_chunks');
+-- WebP: EXIF and "XMP " (or "XMP\0") chunks, the VP8X flags that announce
+-- them, anything
+-- after the RIFF's declared end.
+CREATE OR REPLACE FUNCTION trovesnap.media_webp_location(p bytea) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+DECLARE
+    n    bigint := length(p);
+    e    bigint := trovesnap.media_u32(p, 4, true) + 8;
+    i    bigint := 12;
+    cl   bigint;
+    nx   bigint;
+    typ  bytea;
+    steps integer := 0;
+BEGIN
+    IF e > n OR e < 12 THEN
+        RETURN true;
+    END IF;
+    WHILE i < e LOOP
+        steps := steps + 1;
+        IF steps > 65536 OR i + 8 > e THEN -- ingest's maxChunks
+            RETURN true;
+        END IF;
+        cl := trovesnap.media_u32(p, i + 4, true);
+        nx := i + 8 + cl + (cl & 1);
+        IF nx > e THEN
+            -- An odd last chunk may go without its pad byte.
+            IF nx - 1 <> e OR cl & 1 = 0 THEN
+                RETURN true;
+            END IF;
+            nx := e;
+        END IF;
+        typ := substring(p FROM i::int + 1 FOR 4);
+        IF typ = 'EXIF'::bytea OR typ = 'XMP '::bytea OR typ = '\x584d5000'::bytea -- "XMP\0"
+           OR typ = 'VP8X'::bytea AND cl >= 1 AND get_byte(p, i::int + 8) & 12 <> 0 THEN
+            RETURN true;
+        END IF;
+        i := nx;
+    END LOOP;
+    RETURN e <> n;
+END
+$$;
+
+INSERT INTO trovesnap.schema_migrations (version, name) VALUES (51, '20261204100300_trovesnap_media_location_chunks');
 
 RESET ROLE;
