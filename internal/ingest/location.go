@@ -14,7 +14,8 @@ import (
 //     out of its IFD and its bytes are zeroed; the rest of Exif, such as the
 //     orientation, stays), and likewise the XMP, IPTC and Photoshop blocks
 //     an Exif IFD can hold (tags 0x02BC, 0x83BB, 0x8649); an Exif segment that cannot be parsed safely is
-//     dropped whole. XMP APP1 segments (standard and extended), Photoshop
+//     dropped whole. Every other APP1 segment (XMP, standard and extended,
+//     and what readers take for XMP or GPS records without its header), Photoshop
 //     APP13 segments (IPTC and XMP inside, city and sublocation among them),
 //     MPF APP2 indexes and GoPro APP6 segments (GPMF, a GPS track) are
 //     dropped, and so is anything after the End Of
@@ -122,12 +123,11 @@ const (
 )
 
 var (
-	exifHeader        = []byte("Exif\x00")
-	xmpHeader         = []byte("http://ns.adobe.com/xap/1.0/\x00")
-	xmpExtendedHeader = []byte("http://ns.adobe.com/xmp/extension/\x00")
-	photoshopHeader   = []byte("Photoshop 3.0\x00")
-	mpfHeader         = []byte("MPF\x00")
-	goProHeader       = []byte("GoPro\x00")
+	exifHeader      = []byte("Exif\x00")
+	xmpHeader       = []byte("http://ns.adobe.com/xap/1.0/\x00")
+	photoshopHeader = []byte("Photoshop 3.0\x00")
+	mpfHeader       = []byte("MPF\x00")
+	goProHeader     = []byte("GoPro\x00")
 )
 
 // stripJPEG walks the JPEG's markers the way image/jpeg's decoder does
@@ -198,8 +198,12 @@ func stripJPEG(data []byte) ([]byte, error) {
 			} else if changed {
 				spans = append(spans, span{cut, end, nil})
 			}
-		case m == jpegAPP1 && (bytes.HasPrefix(payload, xmpHeader) || bytes.HasPrefix(payload, xmpExtendedHeader)),
-			m == jpegAPPD && bytes.HasPrefix(payload, photoshopHeader),
+		case m == jpegAPP1:
+			// Any other APP1: XMP, and what ExifTool also reads as XMP (a
+			// payload that starts "http" or holds "<exif:"), FLIR's or
+			// Parrot's records with GPS, ...: none holds pixels.
+			spans = append(spans, span{cut, end, nil})
+		case m == jpegAPPD && bytes.HasPrefix(payload, photoshopHeader),
 			m == jpegAPP2 && bytes.HasPrefix(payload, mpfHeader),
 			m == jpegAPP6 && bytes.HasPrefix(payload, goProHeader):
 			spans = append(spans, span{cut, end, nil})

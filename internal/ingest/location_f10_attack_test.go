@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"image"
+	"image/jpeg"
 	"image/png"
 	"testing"
 
@@ -84,5 +85,36 @@ func TestAttackF10_WebPXMPNulChunkIsRemoved(t *testing.T) {
 	}
 	if bytes.Contains(out, []byte("GPSLatitude")) {
 		t.Error(`StripLocation keeps the "XMP\0" chunk, its location with it`)
+	}
+}
+
+// Attack (issue 16 F10, a photo stored with location by trovesnap itself):
+// StripLocation removed an APP1 segment only when it starts with the XMP
+// header exactly, but ExifTool reads as XMP an APP1 whose payload starts
+// "http" or holds "<exif:" (ExifTool.pm: "Hmmm. Could be XMP, let's see"),
+// GPS included. CheckPhoto stored it; the database, walking the same way,
+// let a direct call store it.
+func TestAttackF10_APP1ThatExifToolReadsAsXMPIsRemoved(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	jpg := b.Bytes()
+	for _, payload := range []string{
+		`http://ns.adobe.com/xap/1.0/ <x:xmpmeta><rdf:Description exif:GPSLatitude="40,44.2N"/></x:xmpmeta>`,
+		`XMP` + "\x00" + `<x:xmpmeta><rdf:Description exif:GPSLatitude="40,44.2N"/></x:xmpmeta>`,
+		`<?xpacket?><x:xmpmeta><rdf:Description><exif:GPSLatitude>40,44.2N</exif:GPSLatitude></rdf:Description></x:xmpmeta>`,
+	} {
+		n := len(payload) + 2
+		seg := append([]byte{0xFF, 0xE1, byte(n >> 8), byte(n)}, payload...)
+		photo := append(append(append([]byte{}, jpg[:2]...), seg...), jpg[2:]...)
+		up, err := ingest.CheckPhoto("image_base64", photo, "")
+		if err != nil {
+			t.Fatalf("%.20q: CheckPhoto: %v", payload, err)
+		}
+		if bytes.Contains(up.Bytes, []byte("GPSLatitude")) {
+			t.Errorf("%.20q: the photo trovesnap stores keeps the APP1, its location with it", payload)
+		}
 	}
 }

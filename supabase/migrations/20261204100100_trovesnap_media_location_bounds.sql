@@ -19,7 +19,13 @@
 -- IFDs were 65k IFDs) and drops a segment that would read more,
 -- like any it cannot parse safely; media_tiff_entries keeps the count, and
 -- its queue of IFDs is read by index (a slice copied the whole queue at
--- each step). Otherwise the walk and its answers are migration 48's.
+-- each step).
+--
+-- StripLocation removed an APP1 segment only with an XMP header exactly;
+-- ExifTool also reads as XMP an APP1 whose payload starts "http" or holds
+-- "<exif:" (and FLIR and Parrot APP1 records hold GPS): both now remove
+-- every APP1 segment that is not Exif. Otherwise the walk and its answers
+-- are migration 48's.
 -- internal/live/media_location_f10_attack_test.go holds it.
 
 SET ROLE trovesnap_owner;
@@ -172,8 +178,9 @@ BEGIN
                     RETURN true;
                 END IF;
                 ents := ents + r;
-            ELSIF trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xap/1.0/\000'::bytea)
-                  OR trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xmp/extension/\000'::bytea) THEN
+            ELSE
+                -- Any other APP1 (XMP, what ExifTool also reads as XMP,
+                -- GPS records) is removed.
                 RETURN true;
             END IF;
         ELSIF m = 237 AND trovesnap.media_starts(p, ps, pl, 'Photoshop 3.0\000'::bytea) -- APP13
