@@ -609,8 +609,9 @@ func stripWebP(data []byte) ([]byte, error) {
 
 // gifLocationApps are the application extension identifiers (8 bytes of
 // name and 3 of authentication code) whose data can hold location: XMP,
-// and the Photoshop/IPTC profiles ImageMagick writes.
-var gifLocationApps = []string{"XMP DataXMP", "MGK8BIM0000", "MGKIPTC0000"}
+// and the Photoshop/IPTC profiles ImageMagick writes, in lower case: they
+// are matched in any ASCII case, as ImageMagick reads them (LocaleNCompare).
+var gifLocationApps = []string{"xmp dataxmp", "mgk8bim0000", "mgkiptc0000"}
 
 // stripGIF drops the GIF application extensions that can hold location
 // and cuts after the trailer. image/gif reads no further than the first
@@ -670,9 +671,9 @@ func stripGIF(data []byte) ([]byte, error) {
 				return unwalkable(i)
 			}
 			if data[i+1] == 0xFF && i+3+11 <= len(data) && data[i+2] == 11 {
-				id := string(data[i+3 : i+3+11])
+				id := data[i+3 : i+3+11]
 				for _, app := range gifLocationApps {
-					if id == app {
+					if hasPrefixFoldASCII(id, app) {
 						spans = append(spans, span{i, end, nil})
 					}
 				}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"image"
+	"image/color"
+	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"testing"
@@ -115,6 +117,33 @@ func TestAttackF10_APP1ThatExifToolReadsAsXMPIsRemoved(t *testing.T) {
 		}
 		if bytes.Contains(up.Bytes, []byte("GPSLatitude")) {
 			t.Errorf("%.20q: the photo trovesnap stores keeps the APP1, its location with it", payload)
+		}
+	}
+}
+
+// Attack (issue 16 F10): ImageMagick reads a GIF's IPTC and 8BIM
+// application extensions by identifier in any case (LocaleNCompare), and
+// IPTC holds the city and sublocation; StripLocation removed them only
+// under the exact identifier.
+func TestAttackF10_GIFApplicationIdentifiersInAnyCaseAreRemoved(t *testing.T) {
+	img := image.NewPaletted(image.Rect(0, 0, 2, 2), color.Palette{color.Black, color.White})
+	var b bytes.Buffer
+	if err := gif.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := b.Bytes()
+	at := 13 + 3<<(g[10]&7+1)
+	iptc := "\x1c\x02\x5a\x00\x06Lisbon" // 2:90 City
+	for _, id := range []string{"mgkiptc0000", "MgkIptc0000", "mgk8bim0000", "xmp dataXMP"} {
+		ext := append([]byte{0x21, 0xFF, 11}, id...)
+		ext = append(append(append(ext, byte(len(iptc))), iptc...), 0)
+		photo := append(append(append([]byte{}, g[:at]...), ext...), g[at:]...)
+		out, err := ingest.StripLocation(photo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(out, []byte("Lisbon")) {
+			t.Errorf("%s: StripLocation keeps the extension, its location with it", id)
 		}
 	}
 }

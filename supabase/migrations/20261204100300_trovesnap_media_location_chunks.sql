@@ -5,8 +5,10 @@
 -- trovesnap stored one with its GPS, and so did a direct call. StripLocation
 -- now removes them (ingest/location.go locationChunk) and media_png_location
 -- refuses them; likewise a WebP's "XMP\0" chunk (ExifTool reads XMP from
--- it: a writer's error) next to "XMP " (media_webp_location). Otherwise
--- the walk is migration 48's.
+-- it: a writer's error) next to "XMP " (media_webp_location), and a GIF's
+-- XMP and ImageMagick 8BIM/IPTC application extensions in any ASCII case
+-- of their identifier (ImageMagick compares it so: media_gif_location).
+-- Otherwise the walk is migration 48's.
 -- internal/ingest/location_f10_attack_test.go holds it, with the table
 -- (locationtest) that holds the two to one answer.
 
@@ -95,6 +97,76 @@ BEGIN
         i := nx;
     END LOOP;
     RETURN e <> n;
+END
+$$;
+
+-- GIF: the application extensions that carry XMP or IPTC, anything after
+-- the trailer; what cannot be walked is refused (StripLocation refuses it
+-- before the first image and cuts it after).
+CREATE OR REPLACE FUNCTION trovesnap.media_gif_location(p bytea) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+DECLARE
+    n   bigint := length(p);
+    i   bigint := 13;
+    j   bigint;
+    b   integer;
+    sb  integer;
+    id  bytea;
+    steps integer := 0;
+BEGIN
+    IF n < 13 THEN
+        RETURN true;
+    END IF;
+    IF get_byte(p, 10) & 128 <> 0 THEN
+        i := i + (3 << ((get_byte(p, 10) & 7) + 1));
+    END IF;
+    LOOP
+        steps := steps + 1;
+        IF i >= n OR steps > 65536 THEN -- ingest's maxChunks, blocks and sub-blocks
+            RETURN true;
+        END IF;
+        b := get_byte(p, i::int);
+        IF b = 59 THEN -- trailer
+            RETURN i + 1 < n;
+        ELSIF b = 33 THEN -- extension: label, then sub-blocks
+            IF i + 2 > n THEN
+                RETURN true;
+            END IF;
+            j := i + 2;
+        ELSIF b = 44 THEN -- image: descriptor, local colour table, LZW code size, sub-blocks
+            IF i + 10 > n THEN
+                RETURN true;
+            END IF;
+            j := i + 10;
+            IF get_byte(p, i::int + 9) & 128 <> 0 THEN
+                j := j + (3 << ((get_byte(p, i::int + 9) & 7) + 1));
+            END IF;
+            j := j + 1;
+        ELSE
+            RETURN true;
+        END IF;
+        -- The sub-blocks from j.
+        LOOP
+            steps := steps + 1;
+            IF j >= n OR steps > 65536 THEN
+                RETURN true;
+            END IF;
+            sb := get_byte(p, j::int);
+            j := j + 1;
+            EXIT WHEN sb = 0;
+            j := j + sb;
+        END LOOP;
+        IF b = 33 AND get_byte(p, i::int + 1) = 255 AND i + 14 <= n AND get_byte(p, i::int + 2) = 11 THEN
+            id := substring(p FROM i::int + 4 FOR 11);
+            -- In any ASCII case (ImageMagick reads them so).
+            IF translate(encode(id, 'escape'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')
+               IN ('xmp dataxmp', 'mgk8bim0000', 'mgkiptc0000') THEN
+                RETURN true;
+            END IF;
+        END IF;
+        i := j;
+    END LOOP;
 END
 $$;
 
