@@ -91,7 +91,7 @@ func checkTimed(t *testing.T, conn *pgx.Conn, name string, in []byte, want bool)
 }
 
 // Attack (issue 16 F10, denial of service): every IFD entry of an Exif
-// segment costs the plpgsql walk (media_tiff_location) a loop iteration of
+// segment costs the plpgsql walk (media_tiff_entries) a loop iteration of
 // several statements, and nothing bounds their total but the photo's size:
 // 8 MiB of Exif APP1 segments, each with chained IFDs of 1024 entries
 // (none of them location), is some 700k entries. StripLocation walks them

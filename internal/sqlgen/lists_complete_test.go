@@ -12,17 +12,19 @@ import (
 // notARule names the string lists of the newest live SQL that are no
 // domain rule, by where they are and their values, each with why.
 var notARule = map[string]string{
-	"column trovesnap.mcp_limits.maximum_daily_paid_cost_usd NaN,Infinity": "a numeric guard: a limit is a finite number",
-	"function trovesnap.usd_ok NaN,Infinity":                               "a numeric guard: an amount is a finite number",
-	"column trovesnap.search_keys.kind sale,item":                          "the search index's own row discriminator, written and read only by the index SQL",
-	"function public.mcp_role_check r,p,v,m":                               "PostgreSQL relkinds the role check walks, not a domain value",
-	"function public.mcp_role_check public,trovesnap":                      "the schemas the role check walks",
-	"function public.seller_create_policy ,s.tenant_id":                    "a tenant match (absent or the seller's own), not a list",
-	"function public.seller_current_versions array,null":                   "a JSON type guard on the argument",
-	"function trovesnap.seller_validate_policy boolean,null":               "a JSON type guard on a policy condition",
-	"function trovesnap.seller_validate_policy array,null":                 "a JSON type guard on a policy condition (checkout_scans)",
-	"function trovesnap.seller_validate_policy number,null":                "a JSON type guard on a policy limit",
-	"function public.seller_issue_grant ,active":                           "one status (a new grant is active) or its absence, not a list",
+	"column trovesnap.mcp_limits.maximum_daily_paid_cost_usd NaN,Infinity":      "a numeric guard: a limit is a finite number",
+	"function trovesnap.usd_ok NaN,Infinity":                                    "a numeric guard: an amount is a finite number",
+	"column trovesnap.search_keys.kind sale,item":                               "the search index's own row discriminator, written and read only by the index SQL",
+	"function public.mcp_role_check r,p,v,m":                                    "PostgreSQL relkinds the role check walks, not a domain value",
+	"function public.mcp_role_check public,trovesnap":                           "the schemas the role check walks",
+	"function public.seller_create_policy ,s.tenant_id":                         "a tenant match (absent or the seller's own), not a list",
+	"function public.seller_current_versions array,null":                        "a JSON type guard on the argument",
+	"function trovesnap.seller_validate_policy boolean,null":                    "a JSON type guard on a policy condition",
+	"function trovesnap.seller_validate_policy array,null":                      "a JSON type guard on a policy condition (checkout_scans)",
+	"function trovesnap.seller_validate_policy number,null":                     "a JSON type guard on a policy limit",
+	"function public.seller_issue_grant ,active":                                "one status (a new grant is active) or its absence, not a list",
+	"function trovesnap.media_png_location exif,zxif":                           "image format facts (PNG chunk types), held to ingest.StripLocation by the location table (live TestMediaLocation_AgreesWithStripLocation)",
+	"function trovesnap.media_gif_location xmp dataxmp,mgk8bim0000,mgkiptc0000": "image format facts (GIF application identifiers), held to ingest.StripLocation by the location table (live TestMediaLocation_AgreesWithStripLocation)",
 	"function trovesnap.owner_of estate_sales,items,inventory_candidates,import_runs,proposals,automation_policies,mcp_clients,export_drafts": "the tables the function dispatches on, its own switch",
 }
 

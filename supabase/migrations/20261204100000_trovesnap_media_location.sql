@@ -22,8 +22,24 @@
 -- than a photo's is passed over 64 KiB at a time (one anchored regular
 -- expression over its hex), runs of 0xFF 4 KiB at a time (ltrim). So no
 -- input costs a plpgsql loop per byte, and the walk stops where
--- StripLocation stops (maxJPEGMarkers, maxChunks): a few thousand steps at
--- most.
+-- StripLocation stops (maxJPEGMarkers, maxChunks, maxExifEntries): a few
+-- thousand steps at most.
+--
+-- The attack on this check (before it was released) found, and this file
+-- holds the fixes of: entropy-coded data of "FF FF 00" repeated ended the
+-- expression's match at each fill run (minutes for 8 MiB): it now passes
+-- fill bytes before a stuffed byte or an RST marker, and its window grows
+-- from 4 KiB while the data fills it; overlapping IFDs made one 12 KiB Exif
+-- segment 16 IFDs of 1024 entries (9 s for 8 MiB): at most maxExifEntries
+-- (16384) IFDs and entries are read in all of a JPEG's Exif segments, in Go
+-- and here (media_tiff_entries); bytes not starting as their mime_type's
+-- format were stored unwalked ("FF D8 00 FF E1 Exif…" is read by image/jpeg
+-- and ExifTool): the guard refuses them; and readers find location in more
+-- places than StripLocation looked — an APP1 that is not Exif (ExifTool
+-- reads XMP from one starting "http" or holding "<exif:"), a PNG's zxIf,
+-- any-case eXIf and tXMP, a WebP's "XMP\0", a GIF's XMP, IPTC and 8BIM
+-- extensions in any case of their identifier (ImageMagick's comparison):
+-- StripLocation removes each and the walks below refuse each.
 
 SET ROLE trovesnap_owner;
 
@@ -71,56 +87,61 @@ BEGIN
 END
 $$;
 
--- The TIFF structure of an Exif segment (tl bytes at offset t0): true when
--- StripLocation's stripTIFFLocation would change it (a GPS IFD pointer, or
--- an XMP, IPTC or Photoshop block, in IFD0, the IFDs chained after it, the
--- Exif or interoperability IFDs) or finds it unsafe to walk (a header it
--- does not know, an IFD out of bounds or of over 1024 entries, over 16 IFDs)
--- — in which case the whole segment would be dropped.
-CREATE FUNCTION trovesnap.media_tiff_location(p bytea, t0 bigint, tl bigint) RETURNS boolean
+-- The TIFF structure of an Exif segment (tl bytes at offset t0), as
+-- StripLocation's stripTIFFLocation walks it, with at most budget IFDs
+-- and IFD entries read (each counting 1): the number read when StripLocation's stripTIFFLocation
+-- leaves the segment as it is, or -1 when it would change it (a GPS IFD
+-- pointer, or an XMP, IPTC or Photoshop block) or finds it unsafe to walk
+-- (a header it does not know, an IFD out of bounds or of over 1024
+-- entries, over 16 IFDs, entries past the budget) — in which case the
+-- whole segment would be dropped.
+CREATE FUNCTION trovesnap.media_tiff_entries(p bytea, t0 bigint, tl bigint, budget bigint) RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
 DECLARE
     le    boolean;
     queue bigint[];
+    qi    integer := 1;
     seen  bigint[] := '{}';
     off   bigint;
     cnt   bigint;
     at    bigint;
     tag   integer;
+    read  bigint := 0;
 BEGIN
     IF tl < 8 THEN
-        RETURN true;
+        RETURN -1;
     END IF;
     IF substring(p FROM t0::int + 1 FOR 4) = '\x49492a00'::bytea THEN
         le := true;
     ELSIF substring(p FROM t0::int + 1 FOR 4) = '\x4d4d002a'::bytea THEN
         le := false;
     ELSE
-        RETURN true;
+        RETURN -1;
     END IF;
     queue := ARRAY[trovesnap.media_u32(p, t0 + 4, le)];
-    WHILE cardinality(queue) > 0 LOOP
-        off := queue[1];
-        queue := queue[2:];
+    WHILE qi <= cardinality(queue) LOOP
+        off := queue[qi];
+        qi := qi + 1;
         CONTINUE WHEN off = 0 OR off = ANY (seen);
         IF cardinality(seen) = 16 THEN
-            RETURN true;
+            RETURN -1;
         END IF;
         seen := seen || off;
         IF off < 8 OR off + 2 > tl THEN
-            RETURN true;
+            RETURN -1;
         END IF;
         cnt := trovesnap.media_u16(p, t0 + off, le);
-        IF cnt > 1024 OR off + 2 + 12 * cnt + 4 > tl THEN
-            RETURN true;
+        IF cnt > 1024 OR off + 2 + 12 * cnt + 4 > tl OR read + 1 + cnt > budget THEN
+            RETURN -1;
         END IF;
+        read := read + 1 + cnt;
         FOR e IN 0 .. cnt - 1 LOOP
             at := t0 + off + 2 + 12 * e;
             tag := trovesnap.media_u16(p, at, le);
             -- GPS IFD (0x8825), XMLPacket (0x02BC), IPTC-NAA (0x83BB), Photoshop (0x8649).
             IF tag = 34853 OR tag = 700 OR tag = 33723 OR tag = 34377 THEN
-                RETURN true;
+                RETURN -1;
             END IF;
             -- Exif IFD (0x8769), interoperability IFD (0xA005).
             IF tag = 34665 OR tag = 40965 THEN
@@ -129,13 +150,10 @@ BEGIN
         END LOOP;
         queue := queue || trovesnap.media_u32(p, t0 + off + 2 + 12 * cnt, le);
     END LOOP;
-    RETURN false;
+    RETURN read;
 END
 $$;
 
--- JPEG: the markers walked as image/jpeg walks them (extraneous and fill
--- bytes skipped, a lone RST ignored, entropy-coded data passed over up to
--- the next marker) up to EOI.
 CREATE FUNCTION trovesnap.media_jpeg_location(p bytea) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
@@ -152,6 +170,9 @@ DECLARE
     k  integer;
     steps integer := 0;
     hits  integer := 0;
+    win   integer := 4096;
+    ents  bigint := 0;
+    r     bigint;
 BEGIN
     LOOP
         steps := steps + 1;
@@ -205,11 +226,18 @@ BEGIN
                 END IF;
             END LOOP;
             IF h >= 0 THEN
-                IF pl < h + 6 OR trovesnap.media_tiff_location(p, ps + h + 6, pl - h - 6) THEN
+                IF pl < h + 6 THEN
                     RETURN true;
                 END IF;
-            ELSIF trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xap/1.0/\000'::bytea)
-                  OR trovesnap.media_starts(p, ps, pl, 'http://ns.adobe.com/xmp/extension/\000'::bytea) THEN
+                -- At most 16384 IFDs and entries in all (ingest's maxExifEntries).
+                r := trovesnap.media_tiff_entries(p, ps + h + 6, pl - h - 6, 16384 - ents);
+                IF r < 0 THEN
+                    RETURN true;
+                END IF;
+                ents := ents + r;
+            ELSE
+                -- Any other APP1 (XMP, what ExifTool also reads as XMP,
+                -- GPS records) is removed.
                 RETURN true;
             END IF;
         ELSIF m = 237 AND trovesnap.media_starts(p, ps, pl, 'Photoshop 3.0\000'::bytea) -- APP13
@@ -223,13 +251,23 @@ BEGIN
                     -- about 256 bytes (a stuffed byte).
                     i := trovesnap.media_next_ff(p, i);
                 ELSE
-                    -- Denser than any photo: bytes other than 0xFF, stuffed
-                    -- bytes (FF 00) and RST markers passed over 64 KiB at a
-                    -- time, by one anchored regular expression over its hex.
-                    w := substring(p FROM i::int + 1 FOR 65536);
-                    k := length(substring(encode(w, 'hex') FROM '^(?:[0-9a-e].|f[0-9a-e]|ff00|ffd[0-7])*')) / 2;
+                    -- Denser than any photo: bytes other than 0xFF, and
+                    -- stuffed bytes and RST markers (FF 00, FF D0..D7, each
+                    -- after any number of fill bytes) passed over by one
+                    -- anchored regular expression over a window's hex. The
+                    -- window grows from 4 KiB to 64 KiB while the data
+                    -- fills it and starts at 4 KiB again after a stop, so
+                    -- a stop (a marker, a fill run across the window's
+                    -- edge) costs at most the bytes passed over since the
+                    -- last one, plus 4 KiB.
+                    w := substring(p FROM i::int + 1 FOR win);
+                    k := length(substring(encode(w, 'hex') FROM '^(?:[0-9a-e].|f[0-9a-e]|(?:ff)+(?:00|d[0-7]))*')) / 2;
                     i := i + k;
-                    CONTINUE WHEN k = length(w) AND i < n;
+                    IF k = length(w) AND i < n THEN
+                        win := least(win * 2, 65536);
+                        CONTINUE;
+                    END IF;
+                    win := 4096;
                 END IF;
                 -- i is at an 0xFF, or at the end.
                 EXIT WHEN i + 1 >= n;
@@ -256,8 +294,9 @@ BEGIN
 END
 $$;
 
--- PNG: eXIf chunks, XMP (keyword "XML:com.adobe.xmp") and "Raw profile
--- type …" text chunks (keyword in ASCII case), anything after IEND.
+-- PNG: eXIf chunks (and zxIf, in any ASCII case), XMP (keyword
+-- "XML:com.adobe.xmp", or a tXMP chunk) and "Raw profile type …" text
+-- chunks (keyword in ASCII case), anything after IEND.
 CREATE FUNCTION trovesnap.media_png_location(p bytea) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
@@ -278,7 +317,9 @@ BEGIN
             RETURN true;
         END IF;
         typ := substring(p FROM i::int + 5 FOR 4);
-        IF typ = 'eXIf'::bytea THEN
+        -- Exif: any ASCII case of "eXIf" or "zxIf"; XMP in "tXMP".
+        IF translate(encode(typ, 'escape'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') IN ('exif', 'zxif')
+           OR typ = 'tXMP'::bytea THEN
             RETURN true;
         END IF;
         IF (typ = 'iTXt'::bytea OR typ = 'tEXt'::bytea OR typ = 'zTXt'::bytea)
@@ -296,7 +337,8 @@ BEGIN
 END
 $$;
 
--- WebP: EXIF and "XMP " chunks, the VP8X flags that announce them, anything
+-- WebP: EXIF and "XMP " (or "XMP\0") chunks, the VP8X flags that announce
+-- them, anything
 -- after the RIFF's declared end.
 CREATE FUNCTION trovesnap.media_webp_location(p bytea) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -328,7 +370,7 @@ BEGIN
             nx := e;
         END IF;
         typ := substring(p FROM i::int + 1 FOR 4);
-        IF typ = 'EXIF'::bytea OR typ = 'XMP '::bytea
+        IF typ = 'EXIF'::bytea OR typ = 'XMP '::bytea OR typ = '\x584d5000'::bytea -- "XMP\0"
            OR typ = 'VP8X'::bytea AND cl >= 1 AND get_byte(p, i::int + 8) & 12 <> 0 THEN
             RETURN true;
         END IF;
@@ -397,7 +439,9 @@ BEGIN
         END LOOP;
         IF b = 33 AND get_byte(p, i::int + 1) = 255 AND i + 14 <= n AND get_byte(p, i::int + 2) = 11 THEN
             id := substring(p FROM i::int + 4 FOR 11);
-            IF id = 'XMP DataXMP'::bytea OR id = 'MGK8BIM0000'::bytea OR id = 'MGKIPTC0000'::bytea THEN
+            -- In any ASCII case (ImageMagick reads them so).
+            IF translate(encode(id, 'escape'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')
+               IN ('xmp dataxmp', 'mgk8bim0000', 'mgkiptc0000') THEN
                 RETURN true;
             END IF;
         END IF;
@@ -431,8 +475,6 @@ BEGIN
 END
 $$;
 
--- The asset guard (migration 20261130120800) gains the check: bytes that
--- carry location are refused, whichever RPC stores them.
 CREATE OR REPLACE FUNCTION trovesnap.source_asset_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -443,6 +485,17 @@ BEGIN
     IF octet_length(NEW.content) <> NEW.byte_size OR 'sha256:' || encode(sha256(NEW.content), 'hex') <> NEW.sha256 THEN
         RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'trovesnap:invalid_input:image_base64',
             DETAIL = 'the image did not pass the server''s checks';
+    END IF;
+    -- The bytes start as the format their mime_type names (media_location's
+    -- own test of each), so the check below walks them.
+    IF NOT (NEW.mime_type = 'image/jpeg' AND substring(NEW.content FROM 1 FOR 3) = '\xffd8ff'::bytea
+            OR NEW.mime_type = 'image/png' AND substring(NEW.content FROM 1 FOR 8) = '\x89504e470d0a1a0a'::bytea
+            OR NEW.mime_type = 'image/webp' AND substring(NEW.content FROM 1 FOR 4) = 'RIFF'::bytea
+               AND substring(NEW.content FROM 9 FOR 4) = 'WEBP'::bytea
+            OR NEW.mime_type = 'image/gif' AND (substring(NEW.content FROM 1 FOR 6) = 'GIF87a'::bytea
+                                                OR substring(NEW.content FROM 1 FOR 6) = 'GIF89a'::bytea)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'trovesnap:invalid_input:image_base64',
+            DETAIL = 'the image''s bytes are not the format its mime_type names';
     END IF;
     IF trovesnap.media_location(NEW.content) THEN
         RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'trovesnap:invalid_input:image_base64',
