@@ -222,6 +222,13 @@ func (s *Store) Close() error {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
+// Ping reports whether the database answers a read (an HTTP server's
+// readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&one)
+}
+
 // Mode is the mode the store was opened in.
 func (s *Store) Mode() domain.Mode { return s.mode }
 

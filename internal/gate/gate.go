@@ -133,6 +133,23 @@ func (g *Gate) VisibleTools(ctx context.Context, credential string) []*catalog.T
 	return out
 }
 
+// Authenticate resolves a credential as a call's first step does, for a
+// transport that answers before any call (HTTP: 401 for a token that is no
+// registered client). nil for an active client; domain.ErrClientSuspended,
+// ErrClientNotRegistered (also for a malformed token, which never reaches
+// the store) or ErrAuthRequired; any other error means the store did not
+// answer. Each call still resolves its credential again.
+func (g *Gate) Authenticate(ctx context.Context, credential string) error {
+	switch {
+	case credential == "" || credential == domain.PublicCredential:
+		return domain.ErrAuthRequired
+	case !domain.WellFormedToken(credential):
+		return domain.ErrClientNotRegistered
+	}
+	_, err := g.b.ResolvePrincipal(ctx, credential)
+	return err
+}
+
 // failure is a gate-level rejection: the envelope code, an optional field,
 // a message overriding the default, and an audit-only code.
 type failure struct {
