@@ -29,6 +29,7 @@ type Options struct {
 	Gate *gate.Gate
 	// Credential is the client credential of every call on this server
 	// (stdio: one process serves one client, from TROVESNAP_CLIENT_TOKEN).
+	// Over HTTP each request's bearer token is its call's (NewHTTPHandler).
 	Credential string
 	Transport  string // stdio | inmemory | http
 	Logger     *slog.Logger
@@ -61,7 +62,7 @@ func New(o Options) *mcp.Server {
 		t := &catalog.All()[i]
 		s.AddTool(DescribeTool(t, mode, o.OutputSchemas), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// Normally unreachable: the middleware answers every tools/call.
-			c := gateCall(o, req.Params)
+			c := gateCall(o, credentialOf(o, req), req.Params)
 			c.Progress = progressFunc(ctx, req.Session, req.Params)
 			return result(o.Gate.Invoke(ctx, c)), nil
 		})
@@ -70,8 +71,8 @@ func New(o Options) *mcp.Server {
 	return s
 }
 
-func gateCall(o Options, p *mcp.CallToolParamsRaw) gate.Call {
-	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: o.Credential, Transport: o.Transport}
+func gateCall(o Options, credential string, p *mcp.CallToolParamsRaw) gate.Call {
+	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: credential, Transport: o.Transport}
 	if o.Admitter != nil {
 		c.Arguments, c.Admission = o.Admitter.take(p.Arguments)
 	}
@@ -102,7 +103,7 @@ func middleware(o Options) mcp.Middleware {
 				if !ok || p == nil {
 					return next(ctx, method, req)
 				}
-				c := gateCall(o, p)
+				c := gateCall(o, credentialOf(o, req), p)
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 					c.Progress = progressFunc(ctx, ss, p)
 				}
@@ -117,7 +118,7 @@ func middleware(o Options) mcp.Middleware {
 					return res, nil
 				}
 				visible := map[string]bool{}
-				for _, t := range o.Gate.VisibleTools(ctx, o.Credential) {
+				for _, t := range o.Gate.VisibleTools(ctx, credentialOf(o, req)) {
 					visible[t.Name] = true
 				}
 				kept := make([]*mcp.Tool, 0, len(visible))

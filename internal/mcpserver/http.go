@@ -1,0 +1,296 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/gate"
+)
+
+// Remote MCP (issue 17): the same server over Streamable HTTP, for hosts
+// that reach only remote servers (ChatGPT, Claude's connectors) and for
+// several machines sharing one live database. Every request carries its
+// client token (Authorization: Bearer …), resolved fresh: a client
+// suspended or revoked is so on its next request. The server keeps nothing
+// between requests but the SDK's session table (none in stateless mode), so
+// any number of replicas serve the same tenants.
+
+// Paths of the HTTP server.
+const (
+	PathMCP       = "/mcp"
+	PathHealthz   = "/healthz"
+	PathReadyz    = "/readyz"
+	PathPRM       = "/.well-known/oauth-protected-resource"
+	transportHTTP = "http"
+)
+
+// HTTPOptions configure the HTTP handler.
+type HTTPOptions struct {
+	Gate   *gate.Gate
+	Logger *slog.Logger // access log and diagnostics (stderr); never a token
+	// Stateless serves every request with a temporary session (no
+	// Mcp-Session-Id): any replica answers any request. What a session
+	// loses: server→client requests (none of our tools makes one); progress
+	// notifications within a request still reach the caller.
+	Stateless bool
+	// AllowedHosts are the Host header values served (a host, or
+	// host:port); a request naming another is refused 403 (DNS rebinding).
+	// Empty: the loopback names only.
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
+	// requests are served; any other cross-origin request is refused 403.
+	AllowedOrigins []string
+	// ResourceURL is the server's public base URL (https://host), named in
+	// the protected-resource metadata and in WWW-Authenticate. Empty: the
+	// request's own scheme and host.
+	ResourceURL string
+	// Ready reports whether the store or database answers (/readyz).
+	Ready func(context.Context) error
+	// OutputSchemas as in Options.
+	OutputSchemas bool
+}
+
+// credentialKey holds a request's bearer token in its TokenInfo, for the
+// gate (in process only: it is never logged or sent).
+const credentialKey = "trovesnap_credential"
+
+// NewHTTPHandler returns the HTTP server's handler: /mcp (authenticated
+// Streamable HTTP), the protected-resource metadata, /healthz and /readyz.
+func NewHTTPHandler(o HTTPOptions) http.Handler {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	// One server for every principal: the middleware takes each call's
+	// credential from its request (credentialOf).
+	s := New(Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas})
+	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Stateless:           o.Stateless,
+		Logger:              logger,
+		MaxRequestBodyBytes: int64(MaxFrameBytes()),
+		// Requests of the 2026-07-28 protocol: a disconnect cancels the call
+		// (its bookkeeping still runs: the gate detaches the audit write).
+		PropagateRequestCancellation: true,
+		// Named hosts replace the loopback names: hostCheck judges every
+		// request's Host, and the SDK's own check (loopback connections
+		// must name a loopback host) would refuse a proxy's.
+		DisableLocalhostProtection: len(o.AllowedHosts) > 0,
+	})
+	bearer := auth.RequireBearerToken(verifier(o.Gate), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL:    strings.TrimSuffix(o.ResourceURL, "/") + PathPRM + PathMCP,
+		AllowMissingExpiration: true, // client tokens are opaque; each request resolves its own
+	})
+	if o.ResourceURL == "" {
+		bearer = func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				auth.RequireBearerToken(verifier(o.Gate), &auth.RequireBearerTokenOptions{
+					ResourceMetadataURL: requestBase(r) + PathPRM + PathMCP, AllowMissingExpiration: true,
+				})(h).ServeHTTP(w, r)
+			})
+		}
+	}
+	cop := http.NewCrossOriginProtection()
+	for _, origin := range o.AllowedOrigins {
+		if err := cop.AddTrustedOrigin(origin); err != nil {
+			logger.Warn("allowed origin ignored", "origin", origin, "err", err)
+		}
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+	}))
+	mux := http.NewServeMux()
+	mux.Handle(PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream))))
+	prm := func(w http.ResponseWriter, r *http.Request) {
+		base := strings.TrimSuffix(o.ResourceURL, "/")
+		if base == "" {
+			base = requestBase(r)
+		}
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:               base + PathMCP,
+			ResourceName:           ServerTitle,
+			BearerMethodsSupported: []string{"header"},
+		}).ServeHTTP(w, r)
+	}
+	mux.HandleFunc(PathPRM, prm)
+	mux.HandleFunc(PathPRM+PathMCP, prm)
+	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc(PathReadyz, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			if err := o.Ready(ctx); err != nil {
+				logger.Warn("not ready", "err", err)
+				http.Error(w, "not ready: the store or database does not answer", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	return accessLog(logger, hostCheck(o.AllowedHosts, mux))
+}
+
+// verifier resolves a bearer token to a registered client, fresh on every
+// request. Unknown and revoked tokens are 401; a suspended client's
+// requests pass, so that tools/list shows it nothing and tools/call answers
+// client_suspended (§23) in a tool result; a store that cannot answer is a
+// 500 (fail closed). Errors name no token.
+func verifier(g *gate.Gate) auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		switch err := g.Authenticate(ctx, token); {
+		case err == nil, errors.Is(err, domain.ErrClientSuspended):
+		case errors.Is(err, domain.ErrClientNotRegistered), errors.Is(err, domain.ErrAuthRequired):
+			return nil, fmt.Errorf("%w: not an active client token", auth.ErrInvalidToken)
+		default:
+			return nil, errors.New("the client registry does not answer")
+		}
+		// The SDK pins a session to its UserID: one token, one session.
+		sum := sha256.Sum256([]byte(token))
+		return &auth.TokenInfo{UserID: "token:" + hex.EncodeToString(sum[:8]), Extra: map[string]any{credentialKey: token}}, nil
+	}
+}
+
+// credentialOf is the credential of one request: its bearer token over
+// HTTP, else the server's own (stdio, in-memory).
+func credentialOf(o Options, req mcp.Request) string {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		if c, ok := extra.TokenInfo.Extra[credentialKey].(string); ok {
+			return c
+		}
+	}
+	return o.Credential
+}
+
+// requestBase is the scheme and host a request was sent to.
+func requestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// hostCheck refuses a request whose Host is not allowed (DNS rebinding: a
+// page on another site whose name resolves to this address). The SDK's own
+// check covers loopback connections; this one covers every listener.
+func hostCheck(allowed []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !HostAllowed(allowed, r.Host) {
+			http.Error(w, "host not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// HostAllowed reports whether a Host header value is served: one of
+// allowed (a host matches any port; host:port exactly), or a loopback name
+// when allowed is empty.
+func HostAllowed(allowed []string, host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.Trim(name, "[]")
+	if len(allowed) == 0 {
+		return name == "localhost" || name == "127.0.0.1" || name == "::1"
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(a, host) || strings.EqualFold(strings.Trim(a, "[]"), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// originCheck refuses a request that carries an Origin not allowed:
+// http.CrossOriginProtection lets a same-origin browser request through and
+// does not judge GET, and no browser page of any origin should reach /mcp
+// unless it was allowed.
+func originCheck(allowed []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !slices.ContainsFunc(allowed, func(a string) bool {
+			return strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
+		}) {
+			http.Error(w, "origin not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter records a response's status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog writes one line per request to the logger: method, path, status,
+// duration, remote address. Never a header, a query or a body, so no token.
+func accessLog(logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		path := r.URL.Path
+		if u, err := url.PathUnescape(path); err == nil {
+			path = u
+		}
+		logger.Info("http", "method", r.Method, "path", sanitizeLogText(path), "status", sw.status,
+			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+	})
+}
+
+// sanitizeLogText bounds a client-chosen string for a log line: printable
+// ASCII only, at most 200 bytes.
+func sanitizeLogText(s string) string {
+	b := make([]byte, 0, min(len(s), 200))
+	for i := 0; i < len(s) && len(b) < 200; i++ {
+		if c := s[i]; c >= 0x20 && c < 0x7F {
+			b = append(b, c)
+		} else {
+			b = append(b, '?')
+		}
+	}
+	return string(b)
+}

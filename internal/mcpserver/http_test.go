@@ -1,0 +1,333 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/domain"
+	"github.com/triunalabs/trovesnap/internal/gate"
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
+	"github.com/triunalabs/trovesnap/store"
+)
+
+// serveHTTP serves the HTTP handler over g on a loopback test server.
+func serveHTTP(t testing.TB, g *gate.Gate, o mcpserver.HTTPOptions) *httptest.Server {
+	t.Helper()
+	o.Gate = g
+	srv := httptest.NewServer(mcpserver.NewHTTPHandler(o))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// headerTransport adds headers to every request of a real go-sdk client.
+type headerTransport struct {
+	base http.RoundTripper
+	hdr  http.Header
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.hdr {
+		r.Header[k] = v
+	}
+	return h.base.RoundTrip(r)
+}
+
+// connectHTTP connects a real go-sdk client over Streamable HTTP with a
+// bearer token.
+func connectHTTP(t testing.TB, url, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	hdr := http.Header{}
+	if token != "" {
+		hdr.Set("Authorization", "Bearer "+token)
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: url + mcpserver.PathMCP,
+		HTTPClient: &http.Client{Transport: headerTransport{http.DefaultTransport, hdr}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "chatgpt", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+// post sends one raw JSON-RPC initialize to /mcp with the given headers.
+func post(t testing.TB, url string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url+mcpserver.PathMCP, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// The bearer token is the call's credential: a registered client sees its
+// own tools over HTTP (the same list as over any transport), its calls run
+// and are recorded as its own.
+func TestHTTP_BearerTokenIsTheCallsCredential(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	cs, err := connectHTTP(t, srv.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := listNames(t, cs), listNames(t, connect(t, e.gate, tok))
+	if len(got) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("tools over HTTP %v, in memory %v", got, want)
+	}
+	if slices.Contains(got, "trove_execute_proposal") {
+		t.Errorf("a cataloger's client sees an action: %v", got)
+	}
+	n := len(e.allEvents())
+	env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
+	if env.Status != "succeeded" {
+		t.Fatal(env.raw)
+	}
+	evs := e.allEvents()
+	if len(evs) != n+1 || evs[len(evs)-1].Client.ID != c.ID || evs[len(evs)-1].Tool.Name != "trove_list_sales" {
+		t.Fatalf("event of the HTTP call: %+v", evs[len(evs)-1])
+	}
+}
+
+// T12: no token, a wrong one, a malformed one or the anonymous credential
+// is a 401 naming the protected-resource metadata, and nothing is written
+// (the authenticated path never falls back to the demo client or anonymous).
+func TestHTTP_NoOrBadTokenIs401AndWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	before := e.digest()
+	for name, hdr := range map[string]map[string]string{
+		"none":      {},
+		"wrong":     {"Authorization": "Bearer tsk_" + strings.Repeat("a", 52)},
+		"malformed": {"Authorization": "Bearer not-a-token"},
+		"public":    {"Authorization": "Bearer " + domain.PublicCredential},
+		"basic":     {"Authorization": "Basic " + tok},
+	} {
+		resp, body := post(t, srv.URL, hdr)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
+		}
+		if wa := resp.Header.Get("WWW-Authenticate"); !strings.Contains(wa, `resource_metadata="`+srv.URL+mcpserver.PathPRM+mcpserver.PathMCP+`"`) {
+			t.Errorf("%s: WWW-Authenticate %q", name, wa)
+		}
+		if strings.Contains(body, tok) || strings.Contains(body, "tsk_") {
+			t.Errorf("%s: the answer repeats a token: %s", name, body)
+		}
+	}
+	if _, err := connectHTTP(t, srv.URL, "tsk_"+strings.Repeat("b", 52)); err == nil {
+		t.Error("a client with a wrong token connected")
+	}
+	if after := e.digest(); !jsonEqualMaps(before, after) {
+		t.Error("a refused request changed the store")
+	}
+	// The metadata the 401 names describes this resource.
+	resp, err := http.Get(srv.URL + mcpserver.PathPRM + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var prm struct {
+		Resource               string   `json:"resource"`
+		BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&prm); err != nil || resp.StatusCode != http.StatusOK || prm.Resource != srv.URL+mcpserver.PathMCP {
+		t.Errorf("protected-resource metadata: %d %+v %v", resp.StatusCode, prm, err)
+	}
+}
+
+func jsonEqualMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// T12: a client suspended while connected sees no tools on its next request
+// and its calls answer client_suspended in a tool result; revoked, its
+// next request is a 401.
+func TestHTTP_SuspendedClientSeesNoToolsOnItsNextRequest(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	cs, err := connectHTTP(t, srv.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listNames(t, cs)) == 0 {
+		t.Fatal("active client sees nothing")
+	}
+	other, err := store.Open(context.Background(), e.path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.SetClientStatus(context.Background(), c.ID, domain.ClientSuspended, fixtures.DemoUserID); err != nil {
+		t.Fatal(err)
+	}
+	before := e.digest()
+	if got := listNames(t, cs); len(got) != 0 {
+		t.Errorf("suspended client sees %v", got)
+	}
+	wantCode(t, callOn(t, cs, "trove_create_candidate", map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "x", "idempotency_key": "http-susp-0001"}, nil),
+		"blocked", "client_suspended")
+	assertOnlyEventsChanged(t, before, e.digest())
+	if _, err := other.SetClientStatus(context.Background(), c.ID, domain.ClientRevoked, fixtures.DemoUserID); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := post(t, srv.URL, map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("revoked client's request: %d", resp.StatusCode)
+	}
+}
+
+// T12: a client over its rate limit gets rate_limited over HTTP too, and
+// nothing is written but the call's event.
+func TestHTTP_RateLimitedClientWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	l := domain.DefaultLimits()
+	l.CandidateWritesPerMinute = 1
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	cs, err := connectHTTP(t, srv.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "Remote lamp", "idempotency_key": "http-limit-0001"}
+	if env := callOn(t, cs, "trove_create_candidate", write, nil); env.Status != "succeeded_with_warnings" {
+		t.Fatalf("first write: %s", env.raw)
+	}
+	before := e.digest()
+	write["idempotency_key"] = "http-limit-0002"
+	wantCode(t, callOn(t, cs, "trove_create_candidate", write, nil), "blocked", "rate_limited")
+	assertOnlyEventsChanged(t, before, e.digest())
+}
+
+// T12: a Host not allowed (DNS rebinding) or an Origin not allowed is a
+// 403 before any token is read, and nothing is written; an allowed origin
+// and host reach authentication.
+func TestHTTP_HostAndOriginNotAllowedAre403(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AllowedOrigins: []string{"https://chatgpt.com"}})
+	auth := "Bearer " + tok
+	before := e.digest()
+	for name, hdr := range map[string]map[string]string{
+		"host":           {"Host": "evil.example", "Authorization": auth},
+		"host with port": {"Host": "evil.example:80", "Authorization": auth},
+		"origin":         {"Origin": "https://evil.example", "Authorization": auth},
+		"null origin":    {"Origin": "null", "Authorization": auth},
+	} {
+		if resp, body := post(t, srv.URL, hdr); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
+		}
+	}
+	if after := e.digest(); !jsonEqualMaps(before, after) {
+		t.Error("a refused request changed the store")
+	}
+	if resp, body := post(t, srv.URL, map[string]string{"Origin": "https://chatgpt.com", "Authorization": auth}); resp.StatusCode != http.StatusOK {
+		t.Errorf("allowed origin: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := post(t, srv.URL, map[string]string{"Host": "localhost"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("loopback host without a token: %d", resp.StatusCode)
+	}
+	// Named hosts replace the loopback names.
+	named := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AllowedHosts: []string{"mcp.example.com"}})
+	if resp, _ := post(t, named.URL, map[string]string{"Host": "mcp.example.com", "Authorization": auth}); resp.StatusCode != http.StatusOK {
+		t.Errorf("allowed host: %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, named.URL, map[string]string{"Authorization": auth}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a loopback name on a server of named hosts: %d", resp.StatusCode)
+	}
+}
+
+// /healthz answers while the process runs; /readyz answers 503 when the
+// store does not.
+func TestHTTP_HealthAndReadiness(t *testing.T) {
+	e := newEnv(t)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{Ready: e.st.Ping})
+	get := func(path string) int {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if h, r := get(mcpserver.PathHealthz), get(mcpserver.PathReadyz); h != http.StatusOK || r != http.StatusOK {
+		t.Fatalf("healthz %d readyz %d", h, r)
+	}
+	if err := e.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h, r := get(mcpserver.PathHealthz), get(mcpserver.PathReadyz); h != http.StatusOK || r != http.StatusServiceUnavailable {
+		t.Errorf("closed store: healthz %d readyz %d", h, r)
+	}
+}
+
+// Stateless replicas: two servers, each with its own gate and store handle
+// on one database file (two processes in real life), serve one client's
+// requests in turn; a write retried on the other replica with the same
+// idempotency key replays instead of writing twice.
+func TestHTTP_StatelessReplicasShareIdempotency(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	other, err := store.Open(context.Background(), e.path, store.Options{Mode: domain.ModeMock, Clock: e.clock, IDs: domain.RandomIDs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	g2 := gate.New(gate.Options{Backend: other, Mode: domain.ModeMock, Clock: e.clock, IDs: domain.RandomIDs{}, ServerVersion: "test"})
+	a := serveHTTP(t, e.gate, mcpserver.HTTPOptions{Stateless: true})
+	b := serveHTTP(t, g2, mcpserver.HTTPOptions{Stateless: true})
+	csA, err := connectHTTP(t, a.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csB, err := connectHTTP(t, b.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "Replica lamp", "idempotency_key": "http-replica-0001"}
+	first := callOn(t, csA, "trove_create_candidate", write, nil)
+	if first.Status != "succeeded_with_warnings" {
+		t.Fatal(first.raw)
+	}
+	n := e.counts()["inventory_candidates"]
+	again := callOn(t, csB, "trove_create_candidate", write, nil)
+	if again.Status != first.Status || !strings.Contains(again.raw, `"idempotent_replay":true`) {
+		t.Fatalf("the retry on the other replica: %s", again.raw)
+	}
+	if got := e.counts()["inventory_candidates"]; got != n {
+		t.Errorf("candidates %d → %d: the retry wrote again", n, got)
+	}
+}
