@@ -32,6 +32,8 @@ type ServeOptions struct {
 	LogLevel string
 	// Transport is what the server speaks; tests pass an in-memory one.
 	Transport mcp.Transport
+	// HTTP, when its Addr is set, serves Streamable HTTP instead of stdio.
+	HTTP HTTPServeOptions
 }
 
 // serveMemoryLimit is the soft memory limit of `mcp serve` unless GOMEMLIMIT
@@ -43,20 +45,42 @@ func newMCPCmd(f *Factory) *cobra.Command {
 	opts := &ServeOptions{}
 	serve := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve MCP over stdio (stdout carries JSON-RPC only; logs go to stderr)",
-		Args:  args(cobra.NoArgs),
+		Short: "Serve MCP over stdio (stdout carries JSON-RPC only; logs go to stderr), or over HTTP with --http",
+		Long: `Serve MCP over stdio: stdout carries JSON-RPC only, logs go to stderr.
+
+With --http ADDR, serve Streamable HTTP at /mcp instead, for remote hosts
+(ChatGPT, Claude connectors, agents on other machines). Every request
+carries its client token (Authorization: Bearer tsk_...), resolved afresh:
+no token or a wrong one is a 401, a suspended client sees no tools. The
+address is loopback by default; another needs --tls-cert/--tls-key, or
+--behind-proxy when a reverse proxy terminates TLS, and --public-url.
+/healthz and /readyz answer probes.`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.DB = dbFlag(cmd)
 			if opts.Transport == nil && os.Getenv("GOMEMLIMIT") == "" {
 				// A soft limit makes the GC work before RSS grows: a client
 				// sending big arguments costs CPU, not the host's memory.
-				debug.SetMemoryLimit(serveMemoryLimit)
+				limit := int64(serveMemoryLimit)
+				if opts.HTTP.Addr != "" {
+					limit = httpMemoryLimit
+				}
+				debug.SetMemoryLimit(limit)
 			}
 			return serveRun(cmd.Context(), f, opts)
 		},
 	}
 	serve.Flags().StringVar(&opts.LogFile, "log-file", "", "write logs to this file instead of stderr")
 	serve.Flags().StringVar(&opts.LogLevel, "log-level", "info", "debug | info | warn | error")
+	fl := serve.Flags()
+	fl.StringVar(&opts.HTTP.Addr, "http", "", "serve Streamable HTTP at ADDR (host:port, loopback unless TLS or --behind-proxy) instead of stdio")
+	fl.StringVar(&opts.HTTP.TLSCert, "tls-cert", "", "TLS certificate file (with --tls-key)")
+	fl.StringVar(&opts.HTTP.TLSKey, "tls-key", "", "TLS private key file (with --tls-cert)")
+	fl.BoolVar(&opts.HTTP.BehindProxy, "behind-proxy", false, "a reverse proxy terminates TLS in front of this server (docs/remote.md)")
+	fl.BoolVar(&opts.HTTP.Stateless, "stateless", false, "no sessions: any replica answers any request (server-to-client requests are lost; progress within a request stays)")
+	fl.StringVar(&opts.HTTP.PublicURL, "public-url", "", "the base URL clients reach this server by (https://mcp.example.com); its host is allowed")
+	fl.StringSliceVar(&opts.HTTP.AllowedHosts, "allowed-host", nil, "a Host header value to serve (repeatable; default: loopback names)")
+	fl.StringSliceVar(&opts.HTTP.AllowedOrigins, "allowed-origin", nil, "a browser origin allowed to call (repeatable; default: none)")
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -92,6 +116,10 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 		}
 	}
 	g := f.newGate(conn, logger, &tel)
+	if opts.HTTP.Addr != "" {
+		logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason, "transport", "http")
+		return serveHTTP(ctx, &opts.HTTP, g, readiness(conn), f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1", logger)
+	}
 	// Over real stdio, the guard admits every tools/call on its raw line
 	// (size limit, in-flight budget) before the SDK decodes it.
 	var adm *mcpserver.Admitter

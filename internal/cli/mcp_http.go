@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/gate"
+	"github.com/triunalabs/trovesnap/internal/live"
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
+)
+
+// HTTPServeOptions are the options of `trovesnap mcp serve --http` (issue
+// 17): Streamable HTTP for remote hosts, every request authenticated by
+// its own client token.
+type HTTPServeOptions struct {
+	Addr           string
+	TLSCert        string
+	TLSKey         string
+	BehindProxy    bool
+	Stateless      bool
+	PublicURL      string
+	AllowedHosts   []string
+	AllowedOrigins []string
+}
+
+// HTTP server bounds. No write timeout: a call may stream progress for as
+// long as it runs (the gate bounds the calls themselves); a drain waits
+// for running calls up to shutdownGrace.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+	shutdownGrace     = 30 * time.Second
+	// httpMemoryLimit is the soft memory limit of an HTTP server (many
+	// clients at once; stdio keeps serveMemoryLimit).
+	httpMemoryLimit = 256 << 20
+)
+
+// loopbackHost reports whether a listen address's host is loopback only.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// check validates the options and returns the hosts to serve: loopback by
+// default; any other address needs TLS or --behind-proxy (TLS terminated by
+// the proxy) and the name clients use (--public-url or --allowed-host).
+func (o *HTTPServeOptions) check() (hosts []string, err error) {
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--http %q: want host:port (127.0.0.1:8080)", o.Addr)}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	loopback := loopbackHost(host)
+	if !loopback && o.TLSCert == "" && !o.BehindProxy {
+		return nil, usageError{fmt.Errorf("--http %s listens beyond this machine: give --tls-cert and --tls-key, or --behind-proxy when a reverse proxy terminates TLS in front of it", o.Addr)}
+	}
+	hosts = append(hosts, o.AllowedHosts...)
+	if o.PublicURL != "" {
+		u, err := url.Parse(o.PublicURL)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback)) || u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+			return nil, usageError{fmt.Errorf("--public-url %q: want the server's base URL, https://host[:port] (http only on loopback)", o.PublicURL)}
+		}
+		hosts = append(hosts, u.Host)
+	}
+	if !loopback && len(hosts) == 0 {
+		return nil, usageError{errors.New("name the host clients reach this server by: --public-url https://mcp.example.com (or --allowed-host)")}
+	}
+	return hosts, nil
+}
+
+// serveHTTP runs the HTTP server until ctx ends (SIGINT, SIGTERM), then
+// drains: no new connection, running calls finish (up to shutdownGrace).
+func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready func(context.Context) error, outputSchemas bool, logger *slog.Logger) error {
+	hosts, err := o.check()
+	if err != nil {
+		return err
+	}
+	h := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: g, Logger: logger, Stateless: o.Stateless,
+		AllowedHosts: hosts, AllowedOrigins: o.AllowedOrigins, ResourceURL: o.PublicURL, Ready: ready, OutputSchemas: outputSchemas})
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w", o.Addr, err)
+	}
+	// A session's standing GET (its stream of server notifications) never
+	// ends by itself: a drain ends those at once, while calls (POSTs) run
+	// to their end.
+	streams, stopStreams := context.WithCancel(context.Background())
+	defer stopStreams()
+	h = endStreams(streams, h)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	done := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		logger.Info("trovesnap mcp serve: draining")
+		stopStreams()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		done <- srv.Shutdown(sctx)
+	}()
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	logger.Info("trovesnap mcp serve: listening", "url", scheme+"://"+ln.Addr().String()+mcpserver.PathMCP, "stateless", o.Stateless,
+		"behind_proxy", o.BehindProxy)
+	if o.TLSCert != "" {
+		err = srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving MCP over HTTP: %w", err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("draining: %w", err)
+	}
+	logger.Info("trovesnap mcp serve stopped")
+	return nil
+}
+
+// endStreams cancels every GET request's context when streams ends.
+func endStreams(streams context.Context, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(streams, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readiness is /readyz: the local store answers, and in live mode the
+// database answers at the migration version this release expects.
+func readiness(conn *backendConn) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := conn.st.Ping(ctx); err != nil {
+			return err
+		}
+		if b, ok := conn.backend.(*live.Backend); ok {
+			v, err := b.RemoteSchemaVersion(ctx)
+			if err != nil {
+				return err
+			}
+			if v != live.SchemaVersion {
+				return fmt.Errorf("migration version %d, this release expects %d", v, live.SchemaVersion)
+			}
+		}
+		return nil
+	}
+}
