@@ -28,6 +28,8 @@ type RegisterOptions struct {
 	Trust, RiskClass                     string
 	Portable, JSON                       bool
 	Out                                  string
+	// RemoteURL adds the previews of a remote server (mcp serve --http).
+	RemoteURL string
 	// PassphraseStdin reads the seller's approval passphrase from stdin.
 	PassphraseStdin bool
 	DB              string
@@ -133,6 +135,7 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 	fl.StringVar(&o.Trust, "trust", "", "trust level: "+strings.Join(domain.TrustLevels, ", "))
 	fl.StringVar(&o.RiskClass, "risk-class", "", "risk class: "+strings.Join(domain.RiskClasses, ", "))
 	fl.BoolVar(&o.Portable, "portable", false, "previews run bare `trovesnap` from PATH instead of this binary's absolute path")
+	fl.StringVar(&o.RemoteURL, "remote-url", "", remoteURLUsage)
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON object (client_id, token, client, previews)")
 	fl.StringVar(&o.Out, "out", "", "write the setup previews (with the token) to this new file instead of printing them")
 	return cmd
@@ -181,7 +184,7 @@ func registerClient(ctx context.Context, f *Factory, cfg config.Config, a domain
 	if err != nil {
 		return clientError(err)
 	}
-	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable)
+	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL)
 	if err != nil {
 		return err
 	}
@@ -218,9 +221,12 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 	return err
 }
 
+// remoteURLUsage is the --remote-url flag's help.
+const remoteURLUsage = "also print the setup of hosts reaching a `trovesnap mcp serve --http` server at this URL (https://mcp.example.com)"
+
 // previewsFor builds the host setup previews from the one pure function.
-func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool) ([]setup.Preview, error) {
-	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir}
+func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool, remoteURL string) ([]setup.Preview, error) {
+	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir, RemoteURL: remoteURL}
 	if !portable {
 		exe, err := f.Executable()
 		if err != nil {
@@ -281,10 +287,11 @@ func writePreviewFile(path string, previews []setup.Preview) error {
 
 // ClientPreviewOptions are the options of `client preview`.
 type ClientPreviewOptions struct {
-	DB       string
-	ID       string
-	Portable bool
-	JSON     bool
+	DB        string
+	ID        string
+	Portable  bool
+	JSON      bool
+	RemoteURL string
 }
 
 func newClientPreviewCmd(f *Factory) *cobra.Command {
@@ -300,6 +307,7 @@ func newClientPreviewCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.Portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().StringVar(&o.RemoteURL, "remote-url", "", remoteURLUsage)
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
@@ -310,7 +318,7 @@ func clientPreviewRun(ctx context.Context, f *Factory, o *ClientPreviewOptions) 
 		if err != nil {
 			return clientError(err)
 		}
-		previews, err := previewsFor(f, cfg, c.ID, "", o.Portable)
+		previews, err := previewsFor(f, cfg, c.ID, "", o.Portable, o.RemoteURL)
 		if err != nil {
 			return err
 		}
@@ -476,6 +484,7 @@ type ClientRotateOptions struct {
 	Portable        bool
 	JSON            bool
 	PassphraseStdin bool
+	RemoteURL       string
 }
 
 func newClientRotateCmd(f *Factory) *cobra.Command {
@@ -493,6 +502,7 @@ func newClientRotateCmd(f *Factory) *cobra.Command {
 	cmd.Flags().StringVar(&o.By, "by", "", "the member taking the action: the passphrase's owner (mock mode) or the signed-in user (live mode), the default and the only one it may name")
 	cmd.Flags().BoolVar(&o.PassphraseStdin, "passphrase-stdin", false, "read the seller's approval passphrase from the first line of standard input (for provisioning scripts)")
 	cmd.Flags().BoolVar(&o.Portable, "portable", false, "use bare `trovesnap` from PATH")
+	cmd.Flags().StringVar(&o.RemoteURL, "remote-url", "", remoteURLUsage)
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
@@ -508,7 +518,7 @@ func clientRotateRun(ctx context.Context, f *Factory, o *ClientRotateOptions) er
 		if err != nil {
 			return clientError(err)
 		}
-		previews, err := previewsFor(f, cfg, c.ID, token, o.Portable)
+		previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL)
 		if err != nil {
 			return err
 		}

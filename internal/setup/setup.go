@@ -49,6 +49,11 @@ const (
 	// file tools away from trovesnap's human commands and its data.
 	HostClaudeCodeGuard = "claude_code_guard"
 	HostCodexGuard      = "codex_guard"
+	// Remote hosts (Input.RemoteURL), after the guards.
+	HostClaudeCodeRemote = "claude_code_remote"
+	HostCodexRemote      = "codex_remote"
+	HostCursorRemote     = "cursor_remote"
+	HostGenericHTTP      = "generic_http"
 )
 
 // Formats of Preview.Text.
@@ -76,6 +81,10 @@ type Input struct {
 	// DataDir is trovesnap's data directory (database, live session): the
 	// guards deny an agent's shell and file tools reading or writing it.
 	DataDir string
+	// RemoteURL, when set, is a `trovesnap mcp serve --http` server's MCP
+	// endpoint (https://host/mcp): the remote previews are added, each
+	// reading the token from TROVESNAP_CLIENT_TOKEN as a bearer token.
+	RemoteURL string
 }
 
 // Preview is one ready-to-paste host configuration snippet.
@@ -124,7 +133,7 @@ func Previews(in Input) ([]Preview, error) {
 		return nil, err
 	}
 
-	return []Preview{
+	previews := []Preview{
 		{
 			Host:   HostClaudeCodeCLI,
 			Title:  "Claude Code (command line)",
@@ -200,6 +209,76 @@ func Previews(in Input) ([]Preview, error) {
 				"Codex's sandbox does not hide files from reading; approving a proposal also needs the seller's passphrase on a terminal.",
 			),
 		},
+	}
+	if f.remoteURL == "" {
+		return previews, nil
+	}
+	remote, err := f.remotePreviews()
+	if err != nil {
+		return nil, err
+	}
+	return append(previews, remote...), nil
+}
+
+// bearerRef is the Authorization header of the remote previews: the token
+// is read from the environment, never written into a host's file.
+const bearerRef = "Bearer " + projectTokenRef
+
+// remotePreviews are the setups of a host reaching `trovesnap mcp serve
+// --http` at f.remoteURL.
+func (f facts) remotePreviews() ([]Preview, error) {
+	type urlServer struct {
+		Type    string            `json:"type,omitempty"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	cursorJSON, err := encodeJSON(map[string]map[string]urlServer{"mcpServers": {f.name: {URL: f.remoteURL,
+		Headers: map[string]string{"Authorization": "Bearer ${env:" + envClientToken + "}"}}}})
+	if err != nil {
+		return nil, err
+	}
+	genericJSON, err := encodeJSON(urlServer{Type: "streamable-http", URL: f.remoteURL, Headers: map[string]string{"Authorization": bearerRef}})
+	if err != nil {
+		return nil, err
+	}
+	envNote := "Export " + envClientToken + " (the token shown at registration) where the host starts; the server resolves it on every request, so a suspension or revocation takes effect on the next one."
+	var codex strings.Builder
+	fmt.Fprintf(&codex, "[mcp_servers.%s]\n", tomlKey(f.name))
+	fmt.Fprintf(&codex, "url = %s\n", tomlString(f.remoteURL))
+	fmt.Fprintf(&codex, "bearer_token_env_var = %s\n", tomlString(envClientToken))
+	fmt.Fprintf(&codex, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
+	claude := strings.Join([]string{"claude", "mcp", "add", "--transport", "http", shellQuote(f.name), shellQuote(f.remoteURL),
+		"--header", `"Authorization: ` + bearerRef + `"`}, " ") + "\n"
+	return []Preview{
+		{
+			Host:   HostClaudeCodeRemote,
+			Title:  "Claude Code, remote server (command line)",
+			Format: FormatShell,
+			Text:   claude,
+			Note: f.notes("Run this in a terminal where "+envClientToken+" is set: the shell puts the token into the header Claude Code stores for this server (keep its settings private).",
+				"The server must be started with `trovesnap mcp serve --http` (docs/remote.md)."),
+		},
+		{
+			Host:   HostCodexRemote,
+			Title:  "Codex, remote server (~/.codex/config.toml)",
+			Format: FormatTOML,
+			Text:   codex.String(),
+			Note:   f.notes("Append to ~/.codex/config.toml, replacing any existing [mcp_servers."+f.name+"] table. Codex reads the token from "+envClientToken+" (bearer_token_env_var); the file holds no secret.", envNote),
+		},
+		{
+			Host:   HostCursorRemote,
+			Title:  "Cursor, remote server (~/.cursor/mcp.json)",
+			Format: FormatJSON,
+			Text:   cursorJSON,
+			Note:   f.notes("Merge the \""+f.name+"\" entry into the mcpServers object of ~/.cursor/mcp.json; Cursor expands ${env:"+envClientToken+"}.", envNote),
+		},
+		{
+			Host:   HostGenericHTTP,
+			Title:  "Other Streamable HTTP MCP clients",
+			Format: FormatJSON,
+			Text:   genericJSON,
+			Note:   f.notes("Send every request to this URL with this Authorization header (the client token as a bearer token).", envNote),
+		},
 	}, nil
 }
 
@@ -212,6 +291,7 @@ type facts struct {
 	placeholder bool
 	db          string
 	clientID    string
+	remoteURL   string
 	supabaseURL string
 	publicKey   string
 	dataDir     string
@@ -240,6 +320,19 @@ func resolve(in Input) (facts, error) {
 			return f, errors.New("setup: live mode needs the project's public key, a single token")
 		}
 		f.publicKey = k
+	}
+	if in.RemoteURL != "" {
+		u, err := url.Parse(in.RemoteURL)
+		loopback := u != nil && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1" || u.Hostname() == "::1")
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+			!(u.Scheme == "https" || u.Scheme == "http" && loopback) ||
+			strings.ContainsAny(in.RemoteURL, "\"' ${}") || strings.ContainsFunc(in.RemoteURL, isControl) {
+			return f, errors.New("setup: the remote URL must be the server's https URL (http only on loopback), without credentials or query")
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/mcp"
+		}
+		f.remoteURL = u.String()
 	}
 	if f.name == "" {
 		f.name = DefaultServerName

@@ -49,7 +49,10 @@ var goldenCases = []goldenCase{
 	{"awkward_path_db", Input{ServerName: "trovesnap-dev", Executable: awkwardExe, Token: testToken, DBPath: awkwardDB, DataDir: awkwardDataDir}},
 	{"db_outside_data_dir", Input{Executable: testExe, Token: testToken, DBPath: "/srv/trove/shop.db", DataDir: testDataDir}},
 	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/", SupabasePublicKey: testPublicKey}},
+	{"remote", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", DataDir: testDataDir, RemoteURL: testRemote}},
 }
+
+const testRemote = "https://mcp.example.com"
 
 // extraCases are checked for parse-back and invariants but have no golden.
 var extraCases = []goldenCase{
@@ -396,6 +399,9 @@ func TestPreviews_Invariants(t *testing.T) {
 				}
 			}
 			wantHosts := []string{"claude_code_cli", "claude_code_project", "codex", "claude_desktop", "generic_stdio", "claude_code_guard", "codex_guard"}
+			if c.in.RemoteURL != "" {
+				wantHosts = append(wantHosts, remoteHosts...)
+			}
 			if !slices.Equal(hosts, wantHosts) {
 				t.Errorf("hosts = %q, want %q", hosts, wantHosts)
 			}
@@ -478,8 +484,81 @@ func TestPreviews_LiveSettings(t *testing.T) {
 // host-side guards, which carry no token or server setting).
 func serverPreviews(ps []Preview) []Preview {
 	return slices.DeleteFunc(slices.Clone(ps), func(p Preview) bool {
-		return p.Host == HostClaudeCodeGuard || p.Host == HostCodexGuard
+		return p.Host == HostClaudeCodeGuard || p.Host == HostCodexGuard || slices.Contains(remoteHosts, p.Host)
 	})
+}
+
+var remoteHosts = []string{HostClaudeCodeRemote, HostCodexRemote, HostCursorRemote, HostGenericHTTP}
+
+// The remote previews (a server started with --http) parse back in each
+// host's format to the endpoint and a bearer token read from the
+// environment, never the token itself; the Claude Code line, run by a real
+// shell with the variable set, passes the header Claude Code needs.
+func TestPreviews_RemoteParsesBack(t *testing.T) {
+	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, RemoteURL: testRemote})
+	endpoint := testRemote + "/mcp"
+	for _, h := range remoteHosts {
+		if p := byHost(t, ps, h); strings.Contains(p.Text+p.Note, testToken) || strings.Contains(p.Text, "tsk_") {
+			t.Errorf("%s embeds the token:\n%s", h, p.Text)
+		}
+	}
+	var codex struct {
+		MCPServers map[string]struct {
+			URL               string `toml:"url"`
+			BearerTokenEnvVar string `toml:"bearer_token_env_var"`
+			ToolTimeoutSec    int    `toml:"tool_timeout_sec"`
+		} `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal([]byte(byHost(t, ps, HostCodexRemote).Text), &codex); err != nil {
+		t.Fatal(err)
+	}
+	if c := codex.MCPServers["trovesnap"]; c.URL != endpoint || c.BearerTokenEnvVar != "TROVESNAP_CLIENT_TOKEN" || c.ToolTimeoutSec == 0 {
+		t.Errorf("codex: %+v", codex)
+	}
+	type urlServer struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	var cursor struct {
+		MCPServers map[string]urlServer `json:"mcpServers"`
+	}
+	decodeStrict(t, byHost(t, ps, HostCursorRemote).Text, &cursor)
+	if c := cursor.MCPServers["trovesnap"]; c.URL != endpoint || c.Headers["Authorization"] != "Bearer ${env:TROVESNAP_CLIENT_TOKEN}" {
+		t.Errorf("cursor: %+v", cursor)
+	}
+	var generic urlServer
+	decodeStrict(t, byHost(t, ps, HostGenericHTTP).Text, &generic)
+	if generic.URL != endpoint || generic.Type != "streamable-http" || generic.Headers["Authorization"] != "Bearer ${TROVESNAP_CLIENT_TOKEN}" {
+		t.Errorf("generic: %+v", generic)
+	}
+	line := byHost(t, ps, HostClaudeCodeRemote).Text
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", `claude() { for a in "$@"; do printf '%s\000' "$a"; done; }`+"\n"+line)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TROVESNAP_CLIENT_TOKEN=" + testToken}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	want := []string{"mcp", "add", "--transport", "http", "trovesnap", endpoint, "--header", "Authorization: Bearer " + testToken}
+	if !slices.Equal(got, want) {
+		t.Errorf("claude argv %q, want %q", got, want)
+	}
+	// Only an https URL (http on loopback), with nothing a shell or a
+	// config file would read as more than a URL.
+	for _, bad := range []string{"http://mcp.example.com", "https://user:pw@mcp.example.com", "https://mcp.example.com/mcp?x=1",
+		"https://mcp.example.com/$(id)", "https://mcp.example.com/\"x", "ftp://mcp.example.com", "https://mcp.example.com/a b"} {
+		if _, err := Previews(Input{Executable: testExe, RemoteURL: bad}); err == nil {
+			t.Errorf("remote URL %q accepted", bad)
+		}
+	}
+	if _, err := Previews(Input{Executable: testExe, RemoteURL: "http://127.0.0.1:8080/mcp"}); err != nil {
+		t.Errorf("loopback http: %v", err)
+	}
 }
 
 func TestPreviews_Defaults(t *testing.T) {
