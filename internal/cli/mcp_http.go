@@ -28,6 +28,8 @@ type HTTPServeOptions struct {
 	PublicURL      string
 	AllowedHosts   []string
 	AllowedOrigins []string
+	// PublicPerMinute bounds each remote address on the public path.
+	PublicPerMinute int
 }
 
 // HTTP server bounds. No write timeout: a call may stream progress for as
@@ -90,7 +92,8 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 		return err
 	}
 	h := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: g, Logger: logger, Stateless: o.Stateless,
-		AllowedHosts: hosts, AllowedOrigins: o.AllowedOrigins, ResourceURL: o.PublicURL, Ready: ready, OutputSchemas: outputSchemas})
+		AllowedHosts: hosts, AllowedOrigins: o.AllowedOrigins, ResourceURL: o.PublicURL, Ready: ready, OutputSchemas: outputSchemas,
+		PublicPerMinute: o.PublicPerMinute, TrustProxy: o.BehindProxy})
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", o.Addr, err)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -33,6 +34,7 @@ import (
 // Paths of the HTTP server.
 const (
 	PathMCP       = "/mcp"
+	PathPublicMCP = "/public/mcp"
 	PathHealthz   = "/healthz"
 	PathReadyz    = "/readyz"
 	PathPRM       = "/.well-known/oauth-protected-resource"
@@ -63,7 +65,18 @@ type HTTPOptions struct {
 	Ready func(context.Context) error
 	// OutputSchemas as in Options.
 	OutputSchemas bool
+	// PublicPerMinute bounds the requests one remote address may send to
+	// the public path (/public/mcp) in a minute; 0 means
+	// DefaultPublicPerMinute.
+	PublicPerMinute int
+	// TrustProxy takes a request's remote address from the last
+	// X-Forwarded-For entry (the one the reverse proxy in front of this
+	// server appended); without it, from the connection.
+	TrustProxy bool
 }
+
+// DefaultPublicPerMinute is the public path's default per-address bound.
+const DefaultPublicPerMinute = 120
 
 // credentialKey holds a request's bearer token in its TokenInfo, for the
 // gate (in process only: it is never logged or sent).
@@ -115,6 +128,30 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}))
 	mux := http.NewServeMux()
 	mux.Handle(PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream))))
+	// The public path (§11): buyers' agents without a token reach the
+	// public tools only. Its server's credential is the anonymous one,
+	// whatever a request carries (an Authorization header is ignored, never
+	// upgraded), so it sees what an anonymous principal sees; requests are
+	// bounded per remote address before any reaches the gate.
+	public := New(Options{Gate: o.Gate, Credential: domain.PublicCredential, Transport: transportHTTP + "-public", Logger: logger})
+	publicStream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return public }, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: logger, MaxRequestBodyBytes: int64(MaxFrameBytes()),
+		PropagateRequestCancellation: true, DisableLocalhostProtection: len(o.AllowedHosts) > 0,
+	})
+	perMinute := o.PublicPerMinute
+	if perMinute <= 0 {
+		perMinute = DefaultPublicPerMinute
+	}
+	limiter := newAddrLimiter(perMinute)
+	mux.Handle(PathPublicMCP, originCheck(o.AllowedOrigins, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, retry := limiter.allow(remoteAddr(r, o.TrustProxy), time.Now()); !ok {
+			w.Header().Set("Retry-After", fmt.Sprint(retry))
+			http.Error(w, "too many requests from this address", http.StatusTooManyRequests)
+			return
+		}
+		r.Header.Del("Authorization")
+		publicStream.ServeHTTP(w, r)
+	}))))
 	prm := func(w http.ResponseWriter, r *http.Request) {
 		base := strings.TrimSuffix(o.ResourceURL, "/")
 		if base == "" {
@@ -177,6 +214,59 @@ func credentialOf(o Options, req mcp.Request) string {
 		}
 	}
 	return o.Credential
+}
+
+// remoteAddr is a request's client address: the connection's, or behind a
+// trusted proxy the last X-Forwarded-For entry (the proxy's own append;
+// earlier entries are the client's say and can be forged).
+func remoteAddr(r *http.Request, trustProxy bool) string {
+	if trustProxy {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			parts := strings.Split(xff[len(xff)-1], ",")
+			if a := strings.TrimSpace(parts[len(parts)-1]); a != "" {
+				return a
+			}
+		}
+	}
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// addrLimiter is a per-address fixed window of a minute, bounded in size:
+// past maxAddrs addresses in one window, new ones share one budget (a flood
+// from many addresses is bounded as a whole).
+type addrLimiter struct {
+	mu        sync.Mutex
+	perMinute int
+	window    int64
+	counts    map[string]int
+}
+
+const maxAddrs = 8192
+
+func newAddrLimiter(perMinute int) *addrLimiter {
+	return &addrLimiter{perMinute: perMinute, counts: map[string]int{}}
+}
+
+// allow counts one request of addr at now; when over the bound, the
+// seconds until the window turns.
+func (l *addrLimiter) allow(addr string, now time.Time) (bool, int) {
+	w := now.Unix() / 60
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w != l.window {
+		l.window, l.counts = w, map[string]int{}
+	}
+	if _, ok := l.counts[addr]; !ok && len(l.counts) >= maxAddrs {
+		addr = "" // the shared budget of the addresses past the bound
+	}
+	if l.counts[addr] >= l.perMinute {
+		return false, int(60 - now.Unix()%60)
+	}
+	l.counts[addr]++
+	return true, 0
 }
 
 // requestBase is the scheme and host a request was sent to.

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/catalog"
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/gate"
 	"github.com/triunalabs/trovesnap/internal/mcpserver"
@@ -329,5 +330,94 @@ func TestHTTP_StatelessReplicasShareIdempotency(t *testing.T) {
 	}
 	if got := e.counts()["inventory_candidates"]; got != n {
 		t.Errorf("candidates %d → %d: the retry wrote again", n, got)
+	}
+}
+
+// connectPublic connects a real go-sdk client to the public path, with the
+// given headers (none for a buyer's agent).
+func connectPublic(t testing.TB, url string, hdr http.Header) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url + mcpserver.PathPublicMCP,
+		HTTPClient: &http.Client{Transport: headerTransport{http.DefaultTransport, hdr}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "buyer-agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// §11: a buyer's agent reaches the public tools at /public/mcp without a
+// token, and nothing else: the list is exactly the anonymous principal's
+// (all public reads), a seller's tool is refused, and a token sent along
+// is ignored, never an upgrade.
+func TestHTTP_PublicPathShowsOnlyPublicToolsWithoutAToken(t *testing.T) {
+	e := newEnv(t)
+	_, owner := e.register(fixtures.DemoTenantID, fixtures.DemoUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	var want []string
+	for _, tool := range e.gate.VisibleTools(context.Background(), domain.PublicCredential) {
+		if tool.Tier != catalog.TierPublicRead {
+			t.Fatalf("the anonymous principal sees %s (%s)", tool.Name, tool.Tier)
+		}
+		want = append(want, tool.Name)
+	}
+	if len(want) != 4 {
+		t.Fatalf("public tools: %v", want)
+	}
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer "+owner)
+	for name, cs := range map[string]*mcp.ClientSession{"no token": connectPublic(t, srv.URL, nil), "owner's token": connectPublic(t, srv.URL, hdr)} {
+		if got := listNames(t, cs); !slices.Equal(got, want) {
+			t.Errorf("%s: tools %v, want %v", name, got, want)
+		}
+		if env := callOn(t, cs, "trove_get_public_sale", map[string]any{"sale_id": fixtures.PublishedSaleID}, nil); env.Status != "succeeded" {
+			t.Errorf("%s: public sale: %s", name, env.raw)
+		}
+		before := e.digest()
+		env := callOn(t, cs, "trove_create_candidate", map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "x", "idempotency_key": "public-path-0001"}, nil)
+		if env.Status != "blocked" || len(env.Errors) == 0 {
+			t.Errorf("%s: a seller's tool on the public path: %s", name, env.raw)
+		}
+		assertOnlyEventsChanged(t, before, e.digest())
+	}
+}
+
+// §11: the public path is bounded per remote address: past the bound a
+// request is a 429 with Retry-After, before it reaches the gate (nothing
+// is written, not even an event).
+func TestHTTP_PublicPathIsBoundedPerAddress(t *testing.T) {
+	e := newEnv(t)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{PublicPerMinute: 3})
+	postPublic := func() *http.Response {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+mcpserver.PathPublicMCP, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Forwarded-For", "203.0.113.9") // not trusted: the connection's address counts
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 3 {
+		if resp := postPublic(); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+	}
+	before := e.digest()
+	resp := postPublic()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the bound: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if after := e.digest(); !jsonEqualMaps(before, after) {
+		t.Error("a refused request changed the store")
+	}
+	// The authenticated path has its own bounds (the client's limits).
+	if r, _ := post(t, srv.URL, nil); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/mcp after the public bound: %d", r.StatusCode)
 	}
 }
