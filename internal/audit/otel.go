@@ -39,6 +39,11 @@ const (
 	SpanPluginEvent     = "trovesnap.plugin.event"
 )
 
+// SpanHTTPRequest is the span of one HTTP request to the remote server
+// (mcp serve --http); the tool_call spans of the calls it carries are its
+// children.
+const SpanHTTPRequest = "trovesnap.http.request"
+
 // SpanNames lists the tree in order (root first).
 func SpanNames() []string {
 	return []string{SpanToolCall, SpanClientResolve, SpanActorResolve, SpanToolAuthorize, SpanInputValidate,

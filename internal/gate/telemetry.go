@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"time"
 
@@ -77,6 +78,32 @@ func (t *telemetry) startCall(ctx context.Context, c Call, serverRequestID, even
 	cs := &callSpans{tel: t, root: root}
 	cs.rootCtx = context.WithValue(ctx, callSpansKey{}, cs)
 	return cs.rootCtx
+}
+
+// StartHTTPSpan starts the span of one HTTP request (a server span,
+// continuing the W3C trace context of its headers), with the gate's tracer
+// so that the calls it carries join it (ContextWithHTTPSpan). end records
+// the response's status.
+func (g *Gate) StartHTTPSpan(ctx context.Context, header http.Header, method, route string) (context.Context, func(status int)) {
+	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(header))
+	ctx, span := g.tel.tracer.Start(ctx, audit.SpanHTTPRequest, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		audit.SafeAttr("http.request.method", method), attribute.String("http.route", route)))
+	return ctx, func(status int) {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(otelcodes.Error, http.StatusText(status))
+		}
+		span.End()
+	}
+}
+
+// ContextWithHTTPSpan makes the HTTP request span sc the parent of a call's
+// spans (the SDK hands a call a session's context, not its request's).
+func ContextWithHTTPSpan(ctx context.Context, sc trace.SpanContext) context.Context {
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpanContext(ctx, sc)
 }
 
 // traceIDs are the ids an event records: the trace (the caller's when it

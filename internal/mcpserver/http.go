@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
 	"github.com/triunalabs/trovesnap/internal/gate"
@@ -82,6 +83,30 @@ const DefaultPublicPerMinute = 120
 // gate (in process only: it is never logged or sent).
 const credentialKey = "trovesnap_credential"
 
+// spanKey holds the request's HTTP span context in its TokenInfo.
+const spanKey = "trovesnap_http_span"
+
+// httpSpan wraps a path in the HTTP request's span (gate.StartHTTPSpan).
+func httpSpan(g *gate.Gate, route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, end := g.StartHTTPSpan(r.Context(), r.Header, r.Method, route)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { end(sw.status) }()
+		next.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+// callContext is a call's context with its request's HTTP span as the
+// parent of the call's spans, when there is one.
+func callContext(ctx context.Context, req mcp.Request) context.Context {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		if sc, ok := extra.TokenInfo.Extra[spanKey].(trace.SpanContext); ok {
+			return gate.ContextWithHTTPSpan(ctx, sc)
+		}
+	}
+	return ctx
+}
+
 // NewHTTPHandler returns the HTTP server's handler: /mcp (authenticated
 // Streamable HTTP), the protected-resource metadata, /healthz and /readyz.
 func NewHTTPHandler(o HTTPOptions) http.Handler {
@@ -127,7 +152,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 	}))
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream))))
+	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream)))))
 	// The public path (§11): buyers' agents without a token reach the
 	// public tools only. Its server's credential is the anonymous one,
 	// whatever a request carries (an Authorization header is ignored, never
@@ -143,7 +168,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		perMinute = DefaultPublicPerMinute
 	}
 	limiter := newAddrLimiter(perMinute)
-	mux.Handle(PathPublicMCP, originCheck(o.AllowedOrigins, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(PathPublicMCP, httpSpan(o.Gate, PathPublicMCP, originCheck(o.AllowedOrigins, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, retry := limiter.allow(remoteAddr(r, o.TrustProxy), time.Now()); !ok {
 			w.Header().Set("Retry-After", fmt.Sprint(retry))
 			http.Error(w, "too many requests from this address", http.StatusTooManyRequests)
@@ -151,7 +176,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		}
 		r.Header.Del("Authorization")
 		publicStream.ServeHTTP(w, r)
-	}))))
+	})))))
 	prm := func(w http.ResponseWriter, r *http.Request) {
 		base := strings.TrimSuffix(o.ResourceURL, "/")
 		if base == "" {
@@ -191,7 +216,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 // client_suspended (§23) in a tool result; a store that cannot answer is a
 // 500 (fail closed). Errors name no token.
 func verifier(g *gate.Gate) auth.TokenVerifier {
-	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	return func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 		switch err := g.Authenticate(ctx, token); {
 		case err == nil, errors.Is(err, domain.ErrClientSuspended):
 		case errors.Is(err, domain.ErrClientNotRegistered), errors.Is(err, domain.ErrAuthRequired):
@@ -201,7 +226,9 @@ func verifier(g *gate.Gate) auth.TokenVerifier {
 		}
 		// The SDK pins a session to its UserID: one token, one session.
 		sum := sha256.Sum256([]byte(token))
-		return &auth.TokenInfo{UserID: "token:" + hex.EncodeToString(sum[:8]), Extra: map[string]any{credentialKey: token}}, nil
+		return &auth.TokenInfo{UserID: "token:" + hex.EncodeToString(sum[:8]), Extra: map[string]any{credentialKey: token,
+			// The request's HTTP span: its calls' spans join it.
+			spanKey: trace.SpanContextFromContext(r.Context())}}, nil
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/triunalabs/trovesnap/fixtures"
 	"github.com/triunalabs/trovesnap/internal/catalog"
@@ -419,5 +421,58 @@ func TestHTTP_PublicPathIsBoundedPerAddress(t *testing.T) {
 	// The authenticated path has its own bounds (the client's limits).
 	if r, _ := post(t, srv.URL, nil); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/mcp after the public bound: %d", r.StatusCode)
+	}
+}
+
+// OpenTelemetry: each HTTP request is a server span, and the tool_call span
+// of a call it carries is its child (same trace), on both paths.
+func TestHTTP_CallSpansJoinTheRequestSpan(t *testing.T) {
+	e, tel := newAudEnv(t, "")
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	cs, err := connectHTTP(t, srv.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil); env.Status != "succeeded" {
+		t.Fatal(env.raw)
+	}
+	pub := connectPublic(t, srv.URL, nil)
+	if env := callOn(t, pub, "trove_get_public_sale", map[string]any{"sale_id": fixtures.PublishedSaleID}, nil); env.Status != "succeeded" {
+		t.Fatal(env.raw)
+	}
+	_, _ = cs.Close(), pub.Close()
+	srv.Close() // waits for every request's handler, so every span has ended
+	httpSpans := map[string]string{} // span id → route
+	var calls []sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		switch s.Name() {
+		case "trovesnap.http.request":
+			if s.SpanKind() != trace.SpanKindServer {
+				t.Errorf("HTTP span kind %v", s.SpanKind())
+			}
+			for _, a := range s.Attributes() {
+				if a.Key == "http.route" {
+					httpSpans[s.SpanContext().SpanID().String()] = a.Value.AsString()
+				}
+			}
+		case "trovesnap.mcp.tool_call":
+			calls = append(calls, s)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("%d tool_call spans", len(calls))
+	}
+	routes := []string{}
+	for _, c := range calls {
+		route, ok := httpSpans[c.Parent().SpanID().String()]
+		if !ok || c.Parent().TraceID() != c.SpanContext().TraceID() {
+			t.Errorf("tool_call span not a child of an HTTP request span: parent %v", c.Parent())
+		}
+		routes = append(routes, route)
+	}
+	slices.Sort(routes)
+	if !slices.Equal(routes, []string{mcpserver.PathMCP, mcpserver.PathPublicMCP}) {
+		t.Errorf("call spans under routes %v", routes)
 	}
 }

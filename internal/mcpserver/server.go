@@ -107,7 +107,7 @@ func middleware(o Options) mcp.Middleware {
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 					c.Progress = progressFunc(ctx, ss, p)
 				}
-				return result(o.Gate.Invoke(ctx, c)), nil
+				return result(o.Gate.Invoke(callContext(ctx, req), c)), nil
 			case "tools/list":
 				res, err := next(ctx, method, req)
 				if err != nil {
