@@ -442,7 +442,7 @@ func TestHTTP_CallSpansJoinTheRequestSpan(t *testing.T) {
 		t.Fatal(env.raw)
 	}
 	_, _ = cs.Close(), pub.Close()
-	srv.Close() // waits for every request's handler, so every span has ended
+	srv.Close()                      // waits for every request's handler, so every span has ended
 	httpSpans := map[string]string{} // span id → route
 	var calls []sdktrace.ReadOnlySpan
 	for _, s := range tel.spans.Ended() {
