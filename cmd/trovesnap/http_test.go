@@ -17,17 +17,26 @@ import (
 )
 
 // startHTTP starts `trovesnap mcp serve --http 127.0.0.1:0` on db and
-// returns its base URL (read from its log on stderr) and the process.
-func startHTTP(t *testing.T, db string, extra ...string) (string, *exec.Cmd, *strings.Builder) {
+// returns its base URL (read from its log on stderr), the process and its
+// stdout.
+func startHTTP(t testing.TB, db string, extra ...string) (string, *exec.Cmd, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"mcp", "serve", "--http", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = serverEnv(db)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	base := startListening(t, cmd)
+	return base, cmd, &stdout
+}
+
+// startListening starts cmd (an HTTP server) and returns the base URL its
+// "listening" log line names; the rest of its stderr is drained.
+func startListening(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +53,11 @@ func startHTTP(t *testing.T, db string, extra ...string) (string, *exec.Cmd, *st
 	}()
 	select {
 	case u := <-found:
-		return u, cmd, &stdout
+		return u
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server did not say where it listens")
 	}
-	return "", nil, nil
+	return ""
 }
 
 type bearer struct{ token string }
