@@ -152,7 +152,8 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 	}))
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream)))))
+	loopbackOnly := len(o.AllowedOrigins) == 0 && len(o.AllowedHosts) == 0
+	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop, bearer(stream))))
 	// The public path (§11): buyers' agents without a token reach the
 	// public tools only. Its server's credential is the anonymous one,
 	// whatever a request carries (an Authorization header is ignored, never
@@ -168,7 +169,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		perMinute = DefaultPublicPerMinute
 	}
 	limiter := newAddrLimiter(perMinute)
-	mux.Handle(PathPublicMCP, httpSpan(o.Gate, PathPublicMCP, originCheck(o.AllowedOrigins, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(PathPublicMCP, httpSpan(o.Gate, PathPublicMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, retry := limiter.allow(remoteAddr(r, o.TrustProxy), time.Now()); !ok {
 			w.Header().Set("Retry-After", fmt.Sprint(retry))
 			http.Error(w, "too many requests from this address", http.StatusTooManyRequests)
@@ -176,7 +177,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		}
 		r.Header.Del("Authorization")
 		publicStream.ServeHTTP(w, r)
-	})))))
+	}))))
 	prm := func(w http.ResponseWriter, r *http.Request) {
 		base := strings.TrimSuffix(o.ResourceURL, "/")
 		if base == "" {
@@ -341,17 +342,35 @@ func HostAllowed(allowed []string, host string) bool {
 // originCheck refuses a request that carries an Origin not allowed:
 // http.CrossOriginProtection lets a same-origin browser request through and
 // does not judge GET, and no browser page of any origin should reach /mcp
-// unless it was allowed.
-func originCheck(allowed []string, next http.Handler) http.Handler {
+// unless it was allowed. A loopback server (no host named) with no origin
+// named also takes loopback origins, as the SDKs' DNS-rebinding protection
+// does: a page there could only send what any local process can.
+//
+// A request with an Origin is judged here alone; one without goes through
+// cop, which refuses what the browser's Sec-Fetch-Site says is cross-site.
+func originCheck(allowed []string, loopback bool, cop *http.CrossOriginProtection, next http.Handler) http.Handler {
+	guarded := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !slices.ContainsFunc(allowed, func(a string) bool {
-			return strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
-		}) {
+		origin := r.Header.Get("Origin")
+		switch {
+		case origin == "":
+			guarded.ServeHTTP(w, r)
+		case slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }),
+			loopback && loopbackOrigin(origin):
+			next.ServeHTTP(w, r)
+		default:
 			http.Error(w, "origin not allowed", http.StatusForbidden)
-			return
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// loopbackOrigin reports an http(s) origin on a loopback name.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" {
+		return false
+	}
+	return HostAllowed(nil, u.Host)
 }
 
 // statusWriter records a response's status for the access log.

@@ -263,6 +263,18 @@ func TestHTTP_HostAndOriginNotAllowedAre403(t *testing.T) {
 	if resp, _ := post(t, srv.URL, map[string]string{"Host": "localhost"}); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("loopback host without a token: %d", resp.StatusCode)
 	}
+	// A loopback server naming no origin takes loopback origins (as the
+	// SDKs' DNS-rebinding protection does), and only those.
+	loop := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	for origin, want := range map[string]int{"http://localhost:5173": http.StatusOK, "http://127.0.0.1": http.StatusOK,
+		"http://127.0.0.1.evil.example": http.StatusForbidden, "https://localhost.evil.example:443": http.StatusForbidden, "null": http.StatusForbidden} {
+		if resp, _ := post(t, loop.URL, map[string]string{"Origin": origin, "Authorization": auth}); resp.StatusCode != want {
+			t.Errorf("loopback server, origin %s: %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+	if resp, _ := post(t, loop.URL, map[string]string{"Sec-Fetch-Site": "cross-site", "Authorization": auth}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site browser request without Origin: %d", resp.StatusCode)
+	}
 	// Named hosts replace the loopback names.
 	named := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AllowedHosts: []string{"mcp.example.com"}})
 	if resp, _ := post(t, named.URL, map[string]string{"Host": "mcp.example.com", "Authorization": auth}); resp.StatusCode != http.StatusOK {
