@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -78,9 +79,18 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}
 	// One server for every principal: the middleware takes each call's
 	// credential from its request (credentialOf).
-	s := New(Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas})
+	so := Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas}
+	if !o.Stateless {
+		so.sessions = &sessionLimiter{max: MaxSessionsPerToken, byUser: map[string][]*mcp.ServerSession{}}
+	}
+	s := New(so)
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
-		Stateless:           o.Stateless,
+		Stateless: o.Stateless,
+		// A session nobody uses ends: a client that went away without a
+		// DELETE does not hold its session (a goroutine and its state)
+		// for ever. A client whose session ended gets 404 and initializes
+		// again.
+		SessionTimeout:      SessionIdleTimeout,
 		Logger:              logger,
 		MaxRequestBodyBytes: int64(MaxFrameBytes()),
 		// Requests of the 2026-07-28 protocol: a disconnect cancels the call
@@ -146,6 +156,58 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	return accessLog(logger, hostCheck(o.AllowedHosts, mux))
+}
+
+// Session bounds (stateful HTTP). Each session holds a goroutine and its
+// state until it ends; without a bound one token could open sessions until
+// the process runs out of memory.
+const (
+	// MaxSessionsPerToken is how many sessions one bearer token keeps: its
+	// next initialize ends its oldest session (only that token's own).
+	MaxSessionsPerToken = 16
+	// SessionIdleTimeout ends a session without a request for this long.
+	SessionIdleTimeout = 30 * time.Minute
+)
+
+// sessionLimiter keeps at most max sessions per token (TokenInfo.UserID),
+// ending the oldest of a token that opens one more.
+type sessionLimiter struct {
+	max    int
+	mu     sync.Mutex
+	byUser map[string][]*mcp.ServerSession
+}
+
+// opened records the session of a successful initialize and ends the
+// oldest sessions of its token beyond the bound.
+func (l *sessionLimiter) opened(req mcp.Request) {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	extra := req.GetExtra()
+	if !ok || ss == nil || extra == nil || extra.TokenInfo == nil || ss.ID() == "" {
+		return
+	}
+	user := extra.TokenInfo.UserID
+	l.mu.Lock()
+	list := append(l.byUser[user], ss)
+	var evict []*mcp.ServerSession
+	if n := len(list) - l.max; n > 0 {
+		evict = slices.Clone(list[:n])
+		list = slices.Delete(list, 0, n)
+	}
+	l.byUser[user] = list
+	l.mu.Unlock()
+	for _, old := range evict {
+		go func() { _ = old.Close() }() // waits for the old session's running calls
+	}
+	go func() {
+		_ = ss.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if list := slices.DeleteFunc(l.byUser[user], func(s *mcp.ServerSession) bool { return s == ss }); len(list) > 0 {
+			l.byUser[user] = list
+		} else {
+			delete(l.byUser, user)
+		}
+	}()
 }
 
 // verifier resolves a bearer token to a registered client, fresh on every

@@ -43,6 +43,9 @@ type Options struct {
 	// (serve the server on Admitter.StdioTransport only): the gate takes its
 	// verdict instead of applying the admission rule again.
 	Admitter *Admitter
+	// sessions bounds the sessions of one bearer token (HTTP, stateful):
+	// set by NewHTTPHandler.
+	sessions *sessionLimiter
 }
 
 // New builds the MCP server over a gate.
@@ -98,6 +101,12 @@ func middleware(o Options) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
+			case "initialize":
+				res, err := next(ctx, method, req)
+				if err == nil && o.sessions != nil {
+					o.sessions.opened(req)
+				}
+				return res, err
 			case "tools/call":
 				p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
 				if !ok || p == nil {

@@ -1,0 +1,73 @@
+package mcpserver_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triunalabs/trovesnap/fixtures"
+	"github.com/triunalabs/trovesnap/internal/mcpserver"
+)
+
+// Attack review of the HTTP server (issue 17): each test here failed
+// before its fix.
+
+// pingSession sends a ping on a session and returns the status.
+func pingSession(t *testing.T, url, token, session string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+mcpserver.PathMCP, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A session holds a goroutine and its state until it ends, and the SDK
+// ends none by itself: one token (even a suspended client's) that
+// initializes again and again — and never sends DELETE — grew the server
+// without bound (200 initializes: 200 goroutines more, for ever). A token
+// keeps a bounded number of sessions: its oldest ends; other tokens'
+// sessions are untouched.
+func TestHTTP_OneTokenCannotHoldUnboundedSessions(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	_, other := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	open := func(token string) string {
+		resp, body := post(t, srv.URL, map[string]string{"Authorization": "Bearer " + token})
+		id := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || id == "" {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+		}
+		return id
+	}
+	victim := open(other)
+	first := open(tok)
+	var last string
+	for range 64 { // more than any bound
+		last = open(tok)
+	}
+	deadline := time.Now().Add(20 * time.Second) // a failsafe, not a measure
+	for pingSession(t, srv.URL, tok, first) != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatalf("the token's first session is still open after 64 more")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := pingSession(t, srv.URL, tok, last); got != http.StatusOK {
+		t.Errorf("the token's newest session: %d", got)
+	}
+	if got := pingSession(t, srv.URL, other, victim); got != http.StatusOK {
+		t.Errorf("another token's session: %d", got)
+	}
+}
