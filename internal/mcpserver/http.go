@@ -79,7 +79,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}
 	// One server for every principal: the middleware takes each call's
 	// credential from its request (credentialOf).
-	so := Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas}
+	so := Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas, noListChanged: true}
 	if !o.Stateless {
 		so.sessions = &sessionLimiter{max: MaxSessionsPerToken, byUser: map[string][]*mcp.ServerSession{}}
 	}

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -69,5 +70,50 @@ func TestHTTP_OneTokenCannotHoldUnboundedSessions(t *testing.T) {
 	}
 	if got := pingSession(t, srv.URL, other, victim); got != http.StatusOK {
 		t.Errorf("another token's session: %d", got)
+	}
+}
+
+// A subscriptions/listen request (protocol 2026-07-28, and the old
+// protocol's too: the method is served under either) parked until its
+// client left: over HTTP a POST stream that the drain does not end (it
+// ends GET streams and lets POSTs, calls, finish), so one such request
+// from any token — a suspended client's too — made every SIGTERM wait the
+// full grace and exit non-zero. The catalog never changes: nothing is
+// offered to listen to and the request answers at once.
+func TestHTTP_ListenDoesNotHoldAStreamOpen(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	const newMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"p","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	for name, newProtocol := range map[string]bool{"2026-07-28": true, "old protocol": false} {
+		t.Run(name, func(t *testing.T) {
+			srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{Stateless: true})
+			meta := ""
+			if newProtocol {
+				meta = newMeta
+			}
+			body := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}` + meta + `}}`
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a failsafe, not a measure
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+mcpserver.PathMCP, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			if newProtocol {
+				req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+				req.Header.Set("Mcp-Method", "subscriptions/listen")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("the listen stream stayed open (status %d): %v; read so far: %s", resp.StatusCode, err, got)
+			}
+			if !strings.Contains(string(got), `"id":7`) {
+				t.Errorf("no answer to the listen request: %d %s", resp.StatusCode, got)
+			}
+		})
 	}
 }
