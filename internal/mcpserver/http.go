@@ -268,7 +268,10 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 // when allowed is empty.
 func HostAllowed(allowed []string, host string) bool {
 	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if strings.Trim(port, "0123456789") != "" {
+			return false // a port is digits: "localhost:evil.com" is no loopback name
+		}
 		name = h
 	}
 	name = strings.Trim(name, "[]")

@@ -117,3 +117,30 @@ func TestHTTP_ListenDoesNotHoldAStreamOpen(t *testing.T) {
 		})
 	}
 }
+
+// A Host whose "port" is not a number passed the check as its host part
+// ("localhost:evil.com" as localhost, "mcp.example.com:x" as the named
+// host) and was echoed into WWW-Authenticate and the protected-resource
+// metadata (http://localhost:evil.com/…): a port is digits.
+func TestHTTP_HostWithAPortThatIsNoNumberIs403(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	loop := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	named := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AllowedHosts: []string{"mcp.example.com"}})
+	for _, c := range []struct{ url, host string }{
+		{loop.URL, "localhost:evil.com"},
+		{loop.URL, "127.0.0.1:80x"},
+		{loop.URL, "[::1]:a"},
+		{named.URL, "mcp.example.com:evil.example"},
+	} {
+		resp, body := post(t, c.url, map[string]string{"Host": c.host, "Authorization": "Bearer " + tok})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("Host %q: %d %s (WWW-Authenticate %q)", c.host, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	for _, c := range []struct{ url, host string }{{loop.URL, "localhost:8080"}, {loop.URL, "[::1]:8080"}, {named.URL, "mcp.example.com:443"}} {
+		if resp, body := post(t, c.url, map[string]string{"Host": c.host, "Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
+			t.Errorf("Host %q: %d %s", c.host, resp.StatusCode, body)
+		}
+	}
+}
