@@ -64,6 +64,61 @@ type HTTPOptions struct {
 	Ready func(context.Context) error
 	// OutputSchemas as in Options.
 	OutputSchemas bool
+	// BodyBytesInFlight bounds the request body bytes of all /mcp requests
+	// being read, decoded or run at once (default DefaultBodyBytesInFlight);
+	// a request over it is refused 503 with Retry-After.
+	BodyBytesInFlight int64
+}
+
+// DefaultBodyBytesInFlight is the default HTTPOptions.BodyBytesInFlight:
+// two of the largest requests. The SDK reads and decodes a body whole
+// before the gate's argument budget sees it, and that costs several times
+// the body (about 80 MiB of heap for one 11 MiB call).
+func DefaultBodyBytesInFlight() int64 { return 2 * int64(MaxFrameBytes()) }
+
+// smallBodyBytes is the largest body that needs nothing from the budget.
+const smallBodyBytes = 64 << 10
+
+// bodyBudget refuses a request whose body would take the body bytes in
+// flight over total (a body of unknown length counts as the largest; one
+// of at most smallBodyBytes counts nothing).
+func bodyBudget(total int64, next http.Handler) http.Handler {
+	var (
+		mu   sync.Mutex
+		used int64
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.ContentLength
+		if r.Body == nil || r.Body == http.NoBody {
+			n = 0
+		} else if n < 0 || n > int64(MaxFrameBytes()) {
+			n = int64(MaxFrameBytes()) // the SDK refuses anything longer (413)
+		}
+		n = min(n, total)
+		// A small body (declared: Go reads no more than Content-Length)
+		// takes nothing, so that clients trickling large bodies can hold
+		// back other large requests but never the ordinary small ones.
+		if r.ContentLength >= 0 && r.ContentLength <= smallBodyBytes {
+			n = 0
+		}
+		if n > 0 {
+			mu.Lock()
+			if used+n > total {
+				mu.Unlock()
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "the server is busy with other large requests: retry shortly", http.StatusServiceUnavailable)
+				return
+			}
+			used += n
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				used -= n
+				mu.Unlock()
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // credentialKey holds a request's bearer token in its TokenInfo, for the
@@ -124,7 +179,13 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 	}))
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(stream))))
+	bodies := o.BodyBytesInFlight
+	if bodies <= 0 {
+		bodies = DefaultBodyBytesInFlight()
+	}
+	// Authentication first (it reads no body): only a client's token can
+	// take from the body budget.
+	mux.Handle(PathMCP, originCheck(o.AllowedOrigins, cop.Handler(bearer(bodyBudget(bodies, stream)))))
 	prm := func(w http.ResponseWriter, r *http.Request) {
 		base := strings.TrimSuffix(o.ResourceURL, "/")
 		if base == "" {

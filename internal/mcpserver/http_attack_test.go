@@ -1,8 +1,11 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -142,5 +145,55 @@ func TestHTTP_HostWithAPortThatIsNoNumberIs403(t *testing.T) {
 		if resp, body := post(t, c.url, map[string]string{"Host": c.host, "Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
 			t.Errorf("Host %q: %d %s", c.host, resp.StatusCode, body)
 		}
+	}
+}
+
+// The SDK reads and decodes a request's body whole before the gate's
+// argument budget sees it, at several times its size: 8 concurrent 11 MiB
+// calls of one low-privilege token took the heap to 752 MiB (the server's
+// soft limit is 256 MiB), and nothing bounded how many ran at once. The
+// body bytes in flight are bounded: with the largest bodies arriving, the
+// next large request is refused 503 (Retry-After) instead of read; small
+// ones still pass.
+func TestHTTP_BodyBytesInFlightAreBounded(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{})
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	// Two of the largest bodies, announced and trickling (a slow or
+	// hostile client). Each asks 100-continue: its "100 Continue" says the
+	// server has begun to read it.
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n",
+			addr, tok, mcpserver.MaxFrameBytes())
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+			t.Fatalf("a large body is not read: %q %v", line, err)
+		}
+		fmt.Fprint(c, `{"jsonrpc":"2.0",`)
+	}
+	large := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"` +
+		strings.Repeat("p", 100<<10) + `","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+mcpserver.PathMCP, strings.NewReader(large))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("with %d body bytes arriving, another large request: %d %v %.200s", 2*mcpserver.MaxFrameBytes(), resp.StatusCode, resp.Header, body)
+	}
+	// The ordinary small requests are not held back by the large ones.
+	if resp, body := post(t, srv.URL, map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
+		t.Errorf("a small request while large ones arrive: %d %s", resp.StatusCode, body)
 	}
 }
