@@ -74,6 +74,61 @@ type HTTPOptions struct {
 	// X-Forwarded-For entry (the one the reverse proxy in front of this
 	// server appended); without it, from the connection.
 	TrustProxy bool
+	// BodyBytesInFlight bounds the request body bytes of all /mcp requests
+	// being read, decoded or run at once (default DefaultBodyBytesInFlight);
+	// a request over it is refused 503 with Retry-After.
+	BodyBytesInFlight int64
+}
+
+// DefaultBodyBytesInFlight is the default HTTPOptions.BodyBytesInFlight:
+// two of the largest requests. The SDK reads and decodes a body whole
+// before the gate's argument budget sees it, and that costs several times
+// the body (about 80 MiB of heap for one 11 MiB call).
+func DefaultBodyBytesInFlight() int64 { return 2 * int64(MaxFrameBytes()) }
+
+// smallBodyBytes is the largest body that needs nothing from the budget.
+const smallBodyBytes = 64 << 10
+
+// bodyBudget refuses a request whose body would take the body bytes in
+// flight over total (a body of unknown length counts as the largest; one
+// of at most smallBodyBytes counts nothing).
+func bodyBudget(total int64, next http.Handler) http.Handler {
+	var (
+		mu   sync.Mutex
+		used int64
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.ContentLength
+		if r.Body == nil || r.Body == http.NoBody {
+			n = 0
+		} else if n < 0 || n > int64(MaxFrameBytes()) {
+			n = int64(MaxFrameBytes()) // the SDK refuses anything longer (413)
+		}
+		n = min(n, total)
+		// A small body (declared: Go reads no more than Content-Length)
+		// takes nothing, so that clients trickling large bodies can hold
+		// back other large requests but never the ordinary small ones.
+		if r.ContentLength >= 0 && r.ContentLength <= smallBodyBytes {
+			n = 0
+		}
+		if n > 0 {
+			mu.Lock()
+			if used+n > total {
+				mu.Unlock()
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "the server is busy with other large requests: retry shortly", http.StatusServiceUnavailable)
+				return
+			}
+			used += n
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				used -= n
+				mu.Unlock()
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // DefaultPublicPerMinute is the public path's default per-address bound.
@@ -116,9 +171,18 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}
 	// One server for every principal: the middleware takes each call's
 	// credential from its request (credentialOf).
-	s := New(Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas})
+	so := Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas, noListChanged: true}
+	if !o.Stateless {
+		so.sessions = &sessionLimiter{max: MaxSessionsPerToken, byUser: map[string][]*mcp.ServerSession{}}
+	}
+	s := New(so)
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
-		Stateless:           o.Stateless,
+		Stateless: o.Stateless,
+		// A session nobody uses ends: a client that went away without a
+		// DELETE does not hold its session (a goroutine and its state)
+		// for ever. A client whose session ended gets 404 and initializes
+		// again.
+		SessionTimeout:      SessionIdleTimeout,
 		Logger:              logger,
 		MaxRequestBodyBytes: int64(MaxFrameBytes()),
 		// Requests of the 2026-07-28 protocol: a disconnect cancels the call
@@ -152,16 +216,23 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 	}))
 	mux := http.NewServeMux()
+	bodies := o.BodyBytesInFlight
+	if bodies <= 0 {
+		bodies = DefaultBodyBytesInFlight()
+	}
 	loopbackOnly := len(o.AllowedOrigins) == 0 && len(o.AllowedHosts) == 0
-	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop, bearer(stream))))
+	// Authentication first (it reads no body): only a client's token can
+	// take from the body budget.
+	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop, bearer(bodyBudget(bodies, stream)))))
 	// The public path (§11): buyers' agents without a token reach the
 	// public tools only. Its server's credential is the anonymous one,
 	// whatever a request carries (an Authorization header is ignored, never
 	// upgraded), so it sees what an anonymous principal sees; requests are
-	// bounded per remote address before any reaches the gate.
-	public := New(Options{Gate: o.Gate, Credential: domain.PublicCredential, Transport: transportHTTP + "-public", Logger: logger})
+	// bounded per remote address before any reaches the gate, and a body to
+	// smallBodyBytes (the public tools take a few ids and a query).
+	public := New(Options{Gate: o.Gate, Credential: domain.PublicCredential, Transport: transportHTTP + "-public", Logger: logger, noListChanged: true})
 	publicStream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return public }, &mcp.StreamableHTTPOptions{
-		Stateless: true, Logger: logger, MaxRequestBodyBytes: int64(MaxFrameBytes()),
+		Stateless: true, Logger: logger, MaxRequestBodyBytes: smallBodyBytes,
 		PropagateRequestCancellation: true, DisableLocalhostProtection: len(o.AllowedHosts) > 0,
 	})
 	perMinute := o.PublicPerMinute
@@ -209,6 +280,58 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	return accessLog(logger, hostCheck(o.AllowedHosts, mux))
+}
+
+// Session bounds (stateful HTTP). Each session holds a goroutine and its
+// state until it ends; without a bound one token could open sessions until
+// the process runs out of memory.
+const (
+	// MaxSessionsPerToken is how many sessions one bearer token keeps: its
+	// next initialize ends its oldest session (only that token's own).
+	MaxSessionsPerToken = 16
+	// SessionIdleTimeout ends a session without a request for this long.
+	SessionIdleTimeout = 30 * time.Minute
+)
+
+// sessionLimiter keeps at most max sessions per token (TokenInfo.UserID),
+// ending the oldest of a token that opens one more.
+type sessionLimiter struct {
+	max    int
+	mu     sync.Mutex
+	byUser map[string][]*mcp.ServerSession
+}
+
+// opened records the session of a successful initialize and ends the
+// oldest sessions of its token beyond the bound.
+func (l *sessionLimiter) opened(req mcp.Request) {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	extra := req.GetExtra()
+	if !ok || ss == nil || extra == nil || extra.TokenInfo == nil || ss.ID() == "" {
+		return
+	}
+	user := extra.TokenInfo.UserID
+	l.mu.Lock()
+	list := append(l.byUser[user], ss)
+	var evict []*mcp.ServerSession
+	if n := len(list) - l.max; n > 0 {
+		evict = slices.Clone(list[:n])
+		list = slices.Delete(list, 0, n)
+	}
+	l.byUser[user] = list
+	l.mu.Unlock()
+	for _, old := range evict {
+		go func() { _ = old.Close() }() // waits for the old session's running calls
+	}
+	go func() {
+		_ = ss.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if list := slices.DeleteFunc(l.byUser[user], func(s *mcp.ServerSession) bool { return s == ss }); len(list) > 0 {
+			l.byUser[user] = list
+		} else {
+			delete(l.byUser, user)
+		}
+	}()
 }
 
 // verifier resolves a bearer token to a registered client, fresh on every
@@ -311,7 +434,9 @@ func requestBase(r *http.Request) string {
 // check covers loopback connections; this one covers every listener.
 func hostCheck(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !HostAllowed(allowed, r.Host) {
+		// Probes (a load balancer's, by IP) are served whatever the Host:
+		// they disclose nothing and change nothing.
+		if p := r.URL.Path; !HostAllowed(allowed, r.Host) && p != PathHealthz && p != PathReadyz {
 			http.Error(w, "host not allowed", http.StatusForbidden)
 			return
 		}
@@ -324,7 +449,10 @@ func hostCheck(allowed []string, next http.Handler) http.Handler {
 // when allowed is empty.
 func HostAllowed(allowed []string, host string) bool {
 	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if strings.Trim(port, "0123456789") != "" {
+			return false // a port is digits: "localhost:evil.com" is no loopback name
+		}
 		name = h
 	}
 	name = strings.Trim(name, "[]")

@@ -283,6 +283,19 @@ func TestHTTP_HostAndOriginNotAllowedAre403(t *testing.T) {
 	if resp, _ := post(t, named.URL, map[string]string{"Authorization": auth}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a loopback name on a server of named hosts: %d", resp.StatusCode)
 	}
+	// Probes answer whatever the Host (a load balancer probes by IP).
+	for _, p := range []string{mcpserver.PathHealthz, mcpserver.PathReadyz} {
+		req, _ := http.NewRequest(http.MethodGet, named.URL+p, nil)
+		req.Host = "10.0.0.5:8080"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s by IP: %d", p, resp.StatusCode)
+		}
+	}
 }
 
 // /healthz answers while the process runs; /readyz answers 503 when the
@@ -431,6 +444,17 @@ func TestHTTP_PublicPathIsBoundedPerAddress(t *testing.T) {
 		t.Error("a refused request changed the store")
 	}
 	// The authenticated path has its own bounds (the client's limits).
+	big := httptest.NewServer(mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: e.gate}))
+	defer big.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trove_get_public_sale","arguments":{"sale_id":"` + strings.Repeat("x", 70<<10) + `"}}}`
+	req, _ := http.NewRequest(http.MethodPost, big.URL+mcpserver.PathPublicMCP, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 70 KiB body on the public path: %v %v", r, err)
+	} else {
+		r.Body.Close()
+	}
 	if r, _ := post(t, srv.URL, nil); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/mcp after the public bound: %d", r.StatusCode)
 	}

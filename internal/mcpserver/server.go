@@ -43,6 +43,11 @@ type Options struct {
 	// (serve the server on Admitter.StdioTransport only): the gate takes its
 	// verdict instead of applying the admission rule again.
 	Admitter *Admitter
+	// sessions bounds the sessions of one bearer token (HTTP, stateful):
+	// set by NewHTTPHandler.
+	sessions *sessionLimiter
+	// noListChanged offers no tools/list_changed (HTTP: NewHTTPHandler).
+	noListChanged bool
 }
 
 // New builds the MCP server over a gate.
@@ -51,12 +56,22 @@ func New(o Options) *mcp.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: ServerTitle, Version: ServerVersion}, &mcp.ServerOptions{
+	so := &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       logger,
 		// Tool lists vary by the credential presented: never cacheable across principals.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
-	})
+	}
+	if o.noListChanged {
+		// The catalog is fixed at start: no tools/list_changed is ever sent,
+		// so none is offered. Offered, a subscriptions/listen request parks
+		// until its client leaves — over HTTP a POST stream that a drain
+		// does not end (it ends GET streams; POSTs are calls, left to
+		// finish). Logging stays as the SDK's default. (Over stdio the guard
+		// bounds the requests in flight, listens among them.)
+		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: ServerTitle, Version: ServerVersion}, so)
 	mode := o.Gate.Mode()
 	for i := range catalog.All() {
 		t := &catalog.All()[i]
@@ -98,6 +113,12 @@ func middleware(o Options) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
+			case "initialize":
+				res, err := next(ctx, method, req)
+				if err == nil && o.sessions != nil {
+					o.sessions.opened(req)
+				}
+				return res, err
 			case "tools/call":
 				p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
 				if !ok || p == nil {
