@@ -81,6 +81,7 @@ address is loopback by default; another needs --tls-cert/--tls-key, or
 	fl.StringVar(&opts.HTTP.PublicURL, "public-url", "", "the base URL clients reach this server by (https://mcp.example.com); its host is allowed")
 	fl.StringSliceVar(&opts.HTTP.AllowedHosts, "allowed-host", nil, "a Host header value to serve (repeatable; default: loopback names)")
 	fl.StringSliceVar(&opts.HTTP.AllowedOrigins, "allowed-origin", nil, "a browser origin allowed to call (repeatable; default: none)")
+	fl.IntVar(&opts.HTTP.AuthFailuresPerMinute, "auth-failures-per-minute", mcpserver.DefaultAuthFailuresPerMinute, "failed authentications (401) a remote address may have on /mcp in a minute before its requests are refused (429)")
 	fl.IntVar(&opts.HTTP.PublicPerMinute, "public-per-minute", mcpserver.DefaultPublicPerMinute, "requests a remote address may send to the public path (/public/mcp, no token) in a minute")
 	cmd.AddCommand(serve)
 	return cmd

@@ -30,6 +30,8 @@ type HTTPServeOptions struct {
 	AllowedOrigins []string
 	// PublicPerMinute bounds each remote address on the public path.
 	PublicPerMinute int
+	// AuthFailuresPerMinute bounds each remote address's 401s on /mcp.
+	AuthFailuresPerMinute int
 }
 
 // HTTP server bounds. No write timeout: a call may stream progress for as
@@ -93,7 +95,7 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 	}
 	h := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: g, Logger: logger, Stateless: o.Stateless,
 		AllowedHosts: hosts, AllowedOrigins: o.AllowedOrigins, ResourceURL: o.PublicURL, Ready: ready, OutputSchemas: outputSchemas,
-		PublicPerMinute: o.PublicPerMinute, TrustProxy: o.BehindProxy})
+		PublicPerMinute: o.PublicPerMinute, TrustProxy: o.BehindProxy, AuthFailuresPerMinute: o.AuthFailuresPerMinute})
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", o.Addr, err)

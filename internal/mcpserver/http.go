@@ -74,6 +74,11 @@ type HTTPOptions struct {
 	// X-Forwarded-For entry (the one the reverse proxy in front of this
 	// server appended); without it, from the connection.
 	TrustProxy bool
+	// AuthFailuresPerMinute bounds the failed authentications (401s) of
+	// one remote address on /mcp in a minute; past it the address's
+	// requests are 429 until the window turns, before any token lookup.
+	// 0 means DefaultAuthFailuresPerMinute.
+	AuthFailuresPerMinute int
 	// BodyBytesInFlight bounds the request body bytes of all /mcp requests
 	// being read, decoded or run at once (default DefaultBodyBytesInFlight);
 	// a request over it is refused 503 with Retry-After.
@@ -133,6 +138,30 @@ func bodyBudget(total int64, next http.Handler) http.Handler {
 
 // DefaultPublicPerMinute is the public path's default per-address bound.
 const DefaultPublicPerMinute = 120
+
+// DefaultAuthFailuresPerMinute is the default per-address bound of failed
+// authentications: each costs a lookup (an RPC in live mode), and a client
+// with a good token fails none.
+const DefaultAuthFailuresPerMinute = 60
+
+// authFailureBound answers 429 to an address past its failed
+// authentications of the minute, before the token is looked up, and
+// counts each 401 it sees.
+func authFailureBound(l *addrLimiter, trustProxy bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := remoteAddr(r, trustProxy)
+		if over, retry := l.exceeded(addr, time.Now()); over {
+			w.Header().Set("Retry-After", fmt.Sprint(retry))
+			http.Error(w, "too many failed authentications from this address", http.StatusTooManyRequests)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == http.StatusUnauthorized {
+			l.allow(addr, time.Now())
+		}
+	})
+}
 
 // credentialKey holds a request's bearer token in its TokenInfo, for the
 // gate (in process only: it is never logged or sent).
@@ -223,7 +252,12 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	loopbackOnly := len(o.AllowedOrigins) == 0 && len(o.AllowedHosts) == 0
 	// Authentication first (it reads no body): only a client's token can
 	// take from the body budget.
-	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop, bearer(bodyBudget(bodies, stream)))))
+	failures := o.AuthFailuresPerMinute
+	if failures <= 0 {
+		failures = DefaultAuthFailuresPerMinute
+	}
+	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop,
+		authFailureBound(newAddrLimiter(failures), o.TrustProxy, bearer(bodyBudget(bodies, stream))))))
 	// The public path (§11): buyers' agents without a token reach the
 	// public tools only. Its server's credential is the anonymous one,
 	// whatever a request carries (an Authorization header is ignored, never
@@ -418,6 +452,24 @@ func (l *addrLimiter) allow(addr string, now time.Time) (bool, int) {
 	}
 	l.counts[addr]++
 	return true, 0
+}
+
+// exceeded reports whether addr has used its bound in the window of now
+// (counting nothing), and the seconds until the window turns.
+func (l *addrLimiter) exceeded(addr string, now time.Time) (bool, int) {
+	w := now.Unix() / 60
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w != l.window {
+		return false, 0
+	}
+	if _, ok := l.counts[addr]; !ok && len(l.counts) >= maxAddrs {
+		addr = ""
+	}
+	if l.counts[addr] >= l.perMinute {
+		return true, int(60 - now.Unix()%60)
+	}
+	return false, 0
 }
 
 // requestBase is the scheme and host a request was sent to.

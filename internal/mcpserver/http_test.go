@@ -512,3 +512,37 @@ func TestHTTP_CallSpansJoinTheRequestSpan(t *testing.T) {
 		t.Errorf("call spans under routes %v", routes)
 	}
 }
+
+// A remote address past its failed authentications of the minute gets 429
+// before any token is looked up (each is a lookup, an RPC in live mode),
+// and nothing is written.
+func TestHTTP_FailedAuthenticationsAreBoundedPerAddress(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AuthFailuresPerMinute: 3})
+	if resp, _ := post(t, srv.URL, map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a good token: %d", resp.StatusCode)
+	}
+	before := e.digest()
+	for i := range 3 {
+		if resp, _ := post(t, srv.URL, map[string]string{"Authorization": "Bearer tsk_" + strings.Repeat("c", 52)}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i, resp.StatusCode)
+		}
+	}
+	for _, auth := range []string{"Bearer tsk_" + strings.Repeat("d", 52), "Bearer " + tok} {
+		resp, _ := post(t, srv.URL, map[string]string{"Authorization": auth})
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("past the bound (%s…): %d", auth[:12], resp.StatusCode)
+		}
+	}
+	if after := e.digest(); !jsonEqualMaps(before, after) {
+		t.Error("a refused request changed the store")
+	}
+	// Successes count nothing: a fresh server takes a good token's many requests.
+	ok := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AuthFailuresPerMinute: 1})
+	for i := range 5 {
+		if resp, _ := post(t, ok.URL, map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("good request %d: %d", i, resp.StatusCode)
+		}
+	}
+}
