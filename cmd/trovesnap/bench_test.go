@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -61,20 +58,8 @@ func (s *benchServer) call(b *testing.B, tool, args string) {
 	}
 }
 
-// peakRSS reads the process's high-water resident set (Linux).
-func (s *benchServer) peakRSSMB() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			kb, _ := strconv.Atoi(strings.Fields(l)[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
-}
+// peakRSSMB is the server's high-water resident set (Linux).
+func (s *benchServer) peakRSSMB() float64 { return peakRSSOf(s.cmd) }
 
 func (s *benchServer) stop() { _ = s.in.Close(); _ = s.cmd.Wait() }
 
