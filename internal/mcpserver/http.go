@@ -250,12 +250,13 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		bodies = DefaultBodyBytesInFlight()
 	}
 	loopbackOnly := len(o.AllowedOrigins) == 0 && len(o.AllowedHosts) == 0
-	// Authentication first (it reads no body): only a client's token can
-	// take from the body budget.
 	failures := o.AuthFailuresPerMinute
 	if failures <= 0 {
 		failures = DefaultAuthFailuresPerMinute
 	}
+	// Host, Origin, the address's failed authentications, then the token
+	// (it reads no body): only a client's token can take from the body
+	// budget.
 	mux.Handle(PathMCP, httpSpan(o.Gate, PathMCP, originCheck(o.AllowedOrigins, loopbackOnly, cop,
 		authFailureBound(newAddrLimiter(failures), o.TrustProxy, bearer(bodyBudget(bodies, stream))))))
 	// The public path (§11): buyers' agents without a token reach the
