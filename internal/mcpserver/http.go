@@ -538,6 +538,21 @@ func originCheck(allowed []string, loopback bool, cop *http.CrossOriginProtectio
 			guarded.ServeHTTP(w, r)
 		case slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }),
 			loopback && loopbackOrigin(origin):
+			// CORS for an origin allowed: a browser host reads the answer
+			// and the headers MCP needs, and its preflight (which carries
+			// no token) is answered here, before authentication. No
+			// credentials mode: the token is a header the page sends.
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
 			next.ServeHTTP(w, r)
 		default:
 			http.Error(w, "origin not allowed", http.StatusForbidden)

@@ -546,3 +546,47 @@ func TestHTTP_FailedAuthenticationsAreBoundedPerAddress(t *testing.T) {
 		}
 	}
 }
+
+// CORS for an allowed origin: its preflight is answered before
+// authentication (a preflight carries no token) with the methods and
+// headers MCP uses; its answers name it and expose Mcp-Session-Id. Another
+// origin's preflight is refused, and nothing is written.
+func TestHTTP_AllowedOriginGetsCORS(t *testing.T) {
+	e := newEnv(t)
+	_, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	srv := serveHTTP(t, e.gate, mcpserver.HTTPOptions{AllowedOrigins: []string{"https://chatgpt.com"}})
+	before := e.digest()
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest(http.MethodOptions, srv.URL+mcpserver.PathMCP, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-session-id")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := preflight("https://chatgpt.com")
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://chatgpt.com" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("allowed preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp := preflight("https://evil.example"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("other origin's preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	if after := e.digest(); !jsonEqualMaps(before, after) {
+		t.Error("a preflight changed the store")
+	}
+	r, _ := post(t, srv.URL, map[string]string{"Origin": "https://chatgpt.com", "Authorization": "Bearer " + tok})
+	if r.StatusCode != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "https://chatgpt.com" ||
+		!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("allowed origin's call: %d %v", r.StatusCode, r.Header)
+	}
+	if r, _ := post(t, srv.URL, map[string]string{"Origin": "https://chatgpt.com"}); r.StatusCode != http.StatusUnauthorized ||
+		r.Header.Get("Access-Control-Allow-Origin") != "https://chatgpt.com" {
+		t.Errorf("allowed origin without a token: %d (a page must read the 401) %v", r.StatusCode, r.Header)
+	}
+}
