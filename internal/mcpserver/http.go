@@ -163,6 +163,9 @@ func authFailureBound(l *addrLimiter, trustProxy bool, next http.Handler) http.H
 	})
 }
 
+// noRequestToken is the HTTP server's own credential: never a client's.
+const noRequestToken = "no-request-token"
+
 // credentialKey holds a request's bearer token in its TokenInfo, for the
 // gate (in process only: it is never logged or sent).
 const credentialKey = "trovesnap_credential"
@@ -200,7 +203,10 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}
 	// One server for every principal: the middleware takes each call's
 	// credential from its request (credentialOf).
-	so := Options{Gate: o.Gate, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas, noListChanged: true}
+	// Its own credential is one no client has (malformed: refused before
+	// any lookup): a call that somehow reached it without a request token
+	// fails closed instead of being the mock demo client ("").
+	so := Options{Gate: o.Gate, Credential: noRequestToken, Transport: transportHTTP, Logger: logger, OutputSchemas: o.OutputSchemas, noListChanged: true}
 	if !o.Stateless {
 		so.sessions = &sessionLimiter{max: MaxSessionsPerToken, byUser: map[string][]*mcp.ServerSession{}}
 	}
