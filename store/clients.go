@@ -16,7 +16,8 @@ var _ domain.ClientAdmin = (*Store)(nil)
 
 const clientCols = `id, tenant_id, source_connection_id, name, client_type, status, actor_id, allowed_tool_groups,
 	approval_policy_ids, trust_level, risk_class, demo, created_by, created_at,
-	(SELECT last_seen_at FROM client_activity a WHERE a.client_id = mcp_clients.id), credential_hash IS NOT NULL`
+	(SELECT last_seen_at FROM client_activity a WHERE a.client_id = mcp_clients.id), credential_hash IS NOT NULL,
+	coalesce(oauth_client_id, '')`
 
 func scanClient(row interface{ Scan(...any) error }) (domain.Client, error) {
 	var (
@@ -28,7 +29,7 @@ func scanClient(row interface{ Scan(...any) error }) (domain.Client, error) {
 		hasCredential bool
 	)
 	if err := row.Scan(&c.ID, &c.TenantID, &c.SourceConnectionID, &c.Name, &c.ClientType, &c.Status, &c.ActorID, &groups,
-		&pols, &c.TrustLevel, &c.RiskClass, &demo, &c.CreatedBy, &created, &lastSeen, &hasCredential); err != nil {
+		&pols, &c.TrustLevel, &c.RiskClass, &demo, &c.CreatedBy, &created, &lastSeen, &hasCredential, &c.OAuthClientID); err != nil {
 		return c, err
 	}
 	var tp timeScanner
@@ -76,14 +77,26 @@ func (s *Store) RegisterClient(ctx context.Context, in domain.NewClient) (domain
 		if err := s.requireMember(ctx, tx, in.TenantID, in.CreatedBy, "created_by"); err != nil {
 			return err
 		}
+		var oauthID, oauthResource any
+		if in.OAuthClientID != "" {
+			var bound string
+			switch err := tx.QueryRowContext(ctx, "SELECT id FROM mcp_clients WHERE oauth_client_id = ?", in.OAuthClientID).Scan(&bound); {
+			case err == nil:
+				return domain.Invalid("oauth_client_id", "this OAuth client is already bound to client "+bound)
+			case !errors.Is(err, sql.ErrNoRows):
+				return s.dbErr("register client: oauth binding", err)
+			}
+			oauthID, oauthResource = in.OAuthClientID, in.OAuthResource
+		}
 		now := s.clock.Now()
 		id := s.ids.New(domain.PrefixClient)
 		gj, _ := json.Marshal(groups)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO mcp_clients (id, tenant_id, source_connection_id, name, client_type, status,
-			actor_id, allowed_tool_groups, demo, created_by, created_at, credential_hash, trust_level, risk_class)
-			VALUES (?, ?, ?, ?, ?, 'active', ?, ?, 0, ?, ?, ?, ?, ?)`,
+			actor_id, allowed_tool_groups, demo, created_by, created_at, credential_hash, trust_level, risk_class,
+			oauth_client_id, oauth_resource)
+			VALUES (?, ?, ?, ?, ?, 'active', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
 			id, in.TenantID, s.ids.New(domain.PrefixConn), in.Name, in.ClientType, in.ActorID, string(gj), in.CreatedBy,
-			ts(now), CredentialHash(token), in.TrustLevel, in.RiskClass); err != nil {
+			ts(now), CredentialHash(token), in.TrustLevel, in.RiskClass, oauthID, oauthResource); err != nil {
 			return s.dbErr("register client", err)
 		}
 		c, err := scanClient(tx.QueryRowContext(ctx, "SELECT "+clientCols+" FROM mcp_clients WHERE id = ?", id))
@@ -267,6 +280,10 @@ func (s *Store) RotateCredential(ctx context.Context, id, by string) (domain.Cli
 		}
 		if c.Demo {
 			return domain.Because(domain.ErrTransitionInvalid, "the mock demo client has no credential")
+		}
+		if c.OAuthClientID != "" {
+			// A token would reach the connector's client without OAuth.
+			return domain.Because(domain.ErrTransitionInvalid, "client %s is a connector: it signs in through OAuth and has no token to rotate", id)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE mcp_clients SET credential_hash = ? WHERE id = ?", CredentialHash(token), id); err != nil {
 			return s.dbErr("rotate credential", err)

@@ -40,6 +40,39 @@ func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain
 	if credential == domain.PublicCredential || (credential == "" && s.mode == domain.ModeLive) {
 		return domain.Anonymous(), nil
 	}
+	if credential == "" {
+		return s.resolveClient(ctx, "WHERE demo = 1", "", "store: mock mode has no demo client")
+	}
+	want := CredentialHash(credential)
+	return s.resolveClient(ctx, "WHERE credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
+}
+
+// ResolveConnector turns a verified OAuth caller into the principal of the
+// client bound to its OAuth client (RegisterClient's OAuthClientID) whose
+// actor is the token's subject: in mock mode the subject is the actor's
+// user id. An OAuth client bound to no client, or to one of another actor,
+// is ErrClientNotRegistered; the client's status, membership and sale scope
+// apply as for a token.
+func (s *Store) ResolveConnector(ctx context.Context, c domain.Connector) (domain.Principal, error) {
+	if c.ClientID == "" || c.Subject == "" {
+		return domain.Principal{}, fmt.Errorf("store: connector without client or subject: %w", domain.ErrClientNotRegistered)
+	}
+	var hash sql.NullString
+	err := s.r.QueryRowContext(ctx, "SELECT credential_hash FROM mcp_clients WHERE oauth_client_id = ? AND actor_id = ?", c.ClientID, c.Subject).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !hash.Valid) {
+		return domain.Principal{}, fmt.Errorf("store: no client is bound to this OAuth client and subject: %w", domain.ErrClientNotRegistered)
+	}
+	if err != nil {
+		return domain.Principal{}, s.dbErr("resolve connector", err)
+	}
+	want := strings.TrimPrefix(hash.String, credentialHashPrefix)
+	return s.resolveClient(ctx, "WHERE credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
+}
+
+// resolveClient reads the client the where clause finds (want: the
+// credential hash it must hold, "" for the demo client) and the principal
+// it acts as.
+func (s *Store) resolveClient(ctx context.Context, where, want, notFound string, args ...any) (domain.Principal, error) {
 	var (
 		p        domain.Principal
 		stored   sql.NullString
@@ -49,25 +82,14 @@ func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain
 		status   string
 	)
 	const cols = `SELECT id, name, client_type, status, allowed_tool_groups, actor_id, tenant_id, credential_hash FROM mcp_clients `
-	var row *sql.Row
-	want := ""
-	if credential == "" {
-		row = s.r.QueryRowContext(ctx, cols+"WHERE demo = 1")
-	} else {
-		want = CredentialHash(credential)
-		row = s.r.QueryRowContext(ctx, cols+"WHERE credential_hash IN (?, ?)", want, credentialHashPrefix+want)
-	}
-	err := row.Scan(&p.Client.ID, &p.Client.Name, &p.Client.Type, &status, &groups, &actorID, &tenantID, &stored)
+	err := s.r.QueryRowContext(ctx, cols+where, args...).Scan(&p.Client.ID, &p.Client.Name, &p.Client.Type, &status, &groups, &actorID, &tenantID, &stored)
 	if errors.Is(err, sql.ErrNoRows) {
-		if credential == "" {
-			return domain.Principal{}, fmt.Errorf("store: mock mode has no demo client: %w", domain.ErrClientNotRegistered)
-		}
-		return domain.Principal{}, fmt.Errorf("store: unknown credential: %w", domain.ErrClientNotRegistered)
+		return domain.Principal{}, fmt.Errorf("%s: %w", notFound, domain.ErrClientNotRegistered)
 	}
 	if err != nil {
 		return domain.Principal{}, s.dbErr("resolve principal", err)
 	}
-	if credential != "" {
+	if want != "" {
 		// The index lookup found the row; compare again in constant time so
 		// the decision itself never depends on where two hashes differ.
 		got := strings.TrimPrefix(stored.String, credentialHashPrefix)

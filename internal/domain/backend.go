@@ -191,6 +191,11 @@ type Backend interface {
 	// mode. A wrong, suspended or revoked credential is an error, never the
 	// demo client.
 	ResolvePrincipal(ctx context.Context, credential string) (Principal, error)
+	// ResolveConnector turns a caller signed in through OAuth (its access
+	// token already verified by the HTTP server) into the principal of the
+	// client bound to its OAuth client and subject; none bound is
+	// ErrClientNotRegistered. Fresh on every call, like ResolvePrincipal.
+	ResolveConnector(ctx context.Context, c Connector) (Principal, error)
 
 	ListSales(ctx context.Context, p Principal, q SaleQuery) (Page[Sale], error)
 	ListItems(ctx context.Context, p Principal, q ItemQuery) (Page[Item], error)

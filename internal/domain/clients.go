@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"math"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,6 +58,46 @@ type NewClient struct {
 	CreatedBy  string
 	TrustLevel string // default standard_client
 	RiskClass  string // default standard
+	// OAuthClientID and OAuthResource bind the client to an OAuth
+	// connector (a ChatGPT or Claude connector signing in as the seller):
+	// an access token issued to that OAuth client, for the actor, with
+	// OAuthResource among its audiences, acts as this client. Both or
+	// neither. Such a client's own token is never shown: it is reached only
+	// through OAuth.
+	OAuthClientID string
+	OAuthResource string
+}
+
+// Connector is a caller signed in through OAuth (spec §40.6, issue 17): a
+// verified access token's subject (the seller's auth user id; the actor's
+// user id in mock mode), the OAuth client the token was issued to, and the
+// token itself, which live mode forwards so the database verifies it again.
+// It is built only by the HTTP server after verifying the token; no
+// configuration or argument can name one.
+type Connector struct {
+	Subject  string
+	ClientID string
+	Token    string
+}
+
+// OAuthClientIDRE is the shape of an OAuth client id a client may be bound
+// to: printable ASCII without spaces, at most 255 bytes (Supabase's are
+// UUIDs; other authorization servers use other forms).
+var OAuthClientIDRE = regexp.MustCompile(`^[!-~]{1,255}$`)
+
+// CheckOAuthResource checks the resource URL a connector's tokens must name
+// (this server's MCP endpoint): absolute https (http only on loopback), no
+// credentials, query or fragment, at most 2,048 bytes.
+func CheckOAuthResource(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || len(s) > 2048 || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, " \t\n\r") {
+		return Invalid("oauth_resource", "the server's MCP endpoint URL (https://host/mcp), without credentials, query or fragment")
+	}
+	h := u.Hostname()
+	if u.Scheme != "https" && !(u.Scheme == "http" && (h == "localhost" || h == "127.0.0.1" || h == "::1")) {
+		return Invalid("oauth_resource", "https (http only on loopback)")
+	}
+	return nil
 }
 
 // ValidateNewClient checks a registration request's own fields; the store
@@ -78,6 +119,13 @@ func ValidateNewClient(in NewClient) error {
 		if !slices.Contains(ToolGroups, g) {
 			return Invalid("groups", g+" is not a tool group ("+strings.Join(ToolGroups, ", ")+")")
 		}
+	}
+	switch {
+	case in.OAuthClientID == "" && in.OAuthResource == "":
+	case !OAuthClientIDRE.MatchString(in.OAuthClientID):
+		return Invalid("oauth_client_id", "the OAuth client id of the connector: printable ASCII without spaces, at most 255 bytes")
+	default:
+		return CheckOAuthResource(in.OAuthResource)
 	}
 	return nil
 }

@@ -241,6 +241,9 @@ type Client struct {
 	// (and its hash) never leave the store.
 	HasCredential  bool   `json:"has_credential"`
 	CredentialHash string `json:"-"`
+	// OAuthClientID is the OAuth client (connector) the client is bound to,
+	// if any: it is reached by that connector's access tokens only.
+	OAuthClientID string `json:"oauth_client_id,omitempty"`
 }
 
 // Dataset is a complete seed for a store: what fixtures provide and what

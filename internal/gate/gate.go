@@ -104,7 +104,10 @@ type Call struct {
 	Arguments  json.RawMessage
 	Meta       map[string]any
 	Credential string // from TROVESNAP_CLIENT_TOKEN (stdio) or a bearer token (HTTP)
-	Transport  string
+	// Connector, when set, is the caller instead of Credential: signed in
+	// through OAuth, its access token verified by the HTTP server.
+	Connector *domain.Connector
+	Transport string
 	// Progress reports progress of a long call when the caller sent an MCP
 	// progressToken; nil otherwise.
 	Progress func(done, total int, message string)
@@ -119,7 +122,13 @@ type Call struct {
 // catalog order. A credential that does not resolve (unknown, suspended,
 // revoked, store unreadable) sees nothing: discovery fails closed.
 func (g *Gate) VisibleTools(ctx context.Context, credential string) []*catalog.Tool {
-	p, err := g.b.ResolvePrincipal(ctx, credential)
+	return g.VisibleToolsOf(ctx, credential, nil)
+}
+
+// VisibleToolsOf is VisibleTools of a call's caller: the connector when
+// there is one, else the credential.
+func (g *Gate) VisibleToolsOf(ctx context.Context, credential string, conn *domain.Connector) []*catalog.Tool {
+	p, err := g.resolve(ctx, credential, conn)
 	if err != nil {
 		return nil
 	}
@@ -148,6 +157,22 @@ func (g *Gate) Authenticate(ctx context.Context, credential string) error {
 	}
 	_, err := g.b.ResolvePrincipal(ctx, credential)
 	return err
+}
+
+// AuthenticateConnector is Authenticate of a caller signed in through
+// OAuth: its bound client must be active (or suspended, reported as such).
+func (g *Gate) AuthenticateConnector(ctx context.Context, conn domain.Connector) error {
+	_, err := g.b.ResolveConnector(ctx, conn)
+	return err
+}
+
+// resolve resolves a caller: the connector when there is one, else the
+// credential.
+func (g *Gate) resolve(ctx context.Context, credential string, conn *domain.Connector) (domain.Principal, error) {
+	if conn != nil {
+		return g.b.ResolveConnector(ctx, *conn)
+	}
+	return g.b.ResolvePrincipal(ctx, credential)
 }
 
 // failure is a gate-level rejection: the envelope code, an optional field,

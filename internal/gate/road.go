@@ -167,11 +167,14 @@ func (c *call) run() (f *failure) {
 // unresolved budget, there being no client to charge.
 func (c *call) resolveClient() *failure {
 	c.ctx = step(c.ctx, audit.SpanClientResolve)
-	cred := c.in.Credential
-	if cred != "" && cred != domain.PublicCredential && !domain.WellFormedToken(cred) {
+	cred, conn := c.in.Credential, c.in.Connector
+	if conn != nil {
+		// The unresolved budget's key: the OAuth client and subject.
+		cred = "oauth:" + conn.ClientID + "\x00" + conn.Subject
+	} else if cred != "" && cred != domain.PublicCredential && !domain.WellFormedToken(cred) {
 		return c.g.unresolved(cred, &failure{code: CodeClientNotRegistered, auditCode: "malformed_credential"})
 	}
-	p, err := c.g.b.ResolvePrincipal(c.ctx, cred)
+	p, err := c.g.resolve(c.ctx, c.in.Credential, conn)
 	if err != nil {
 		f := principalFailure(err)
 		if f.code != CodeServiceUnavailable { // an unreadable store is not the caller's doing

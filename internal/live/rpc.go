@@ -98,7 +98,9 @@ func (b *Backend) do(ctx context.Context, bearer, tok secret, fn string, args an
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer.reveal())
 	}
-	if tok != "" {
+	if t, ok := strings.CutPrefix(tok.reveal(), oauthBearer); ok && bearer == "" {
+		req.Header.Set("Authorization", "Bearer "+t) // a connector's access token (ResolveConnector)
+	} else if tok != "" {
 		req.Header.Set(ClientTokenHeader, tok.reveal())
 	}
 	req.Header.Set("Content-Type", "application/json")

@@ -79,6 +79,10 @@ type HTTPOptions struct {
 	// requests are 429 until the window turns, before any token lookup.
 	// 0 means DefaultAuthFailuresPerMinute.
 	AuthFailuresPerMinute int
+	// OAuth, when set, also takes connectors' OAuth access tokens (the MCP
+	// authorization spec's resource server; oauth.go). It needs ResourceURL:
+	// the audience every token must name is ResourceURL + PathMCP.
+	OAuth *OAuthOptions
 	// BodyBytesInFlight bounds the request body bytes of all /mcp requests
 	// being read, decoded or run at once (default DefaultBodyBytesInFlight);
 	// a request over it is refused 503 with Retry-After.
@@ -170,6 +174,10 @@ const noRequestToken = "no-request-token"
 // gate (in process only: it is never logged or sent).
 const credentialKey = "trovesnap_credential"
 
+// connectorKey holds the connector a request's OAuth access token was
+// verified as (a *domain.Connector) in its TokenInfo.
+const connectorKey = "trovesnap_connector"
+
 // spanKey holds the request's HTTP span context in its TokenInfo.
 const spanKey = "trovesnap_http_span"
 
@@ -202,7 +210,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	// One server for every principal: the middleware takes each call's
-	// credential from its request (credentialOf).
+	// caller from its request (callerOf).
 	// Its own credential is one no client has (malformed: refused before
 	// any lookup): a call that somehow reached it without a request token
 	// fails closed instead of being the mock demo client ("").
@@ -228,14 +236,28 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		// must name a loopback host) would refuse a proxy's.
 		DisableLocalhostProtection: len(o.AllowedHosts) > 0,
 	})
-	bearer := auth.RequireBearerToken(verifier(o.Gate), &auth.RequireBearerTokenOptions{
+	var ov *oauthVerifier
+	if o.OAuth != nil {
+		resource := ""
+		if o.ResourceURL != "" {
+			resource = strings.TrimSuffix(o.ResourceURL, "/") + PathMCP
+		} else {
+			logger.Warn("oauth: no public URL, so no access token can name this server: every OAuth token is refused")
+		}
+		oo := *o.OAuth
+		if oo.Logger == nil {
+			oo.Logger = logger
+		}
+		ov = newOAuthVerifier(oo, resource)
+	}
+	bearer := auth.RequireBearerToken(verifier(o.Gate, ov), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL:    strings.TrimSuffix(o.ResourceURL, "/") + PathPRM + PathMCP,
 		AllowMissingExpiration: true, // client tokens are opaque; each request resolves its own
 	})
 	if o.ResourceURL == "" {
 		bearer = func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				auth.RequireBearerToken(verifier(o.Gate), &auth.RequireBearerTokenOptions{
+				auth.RequireBearerToken(verifier(o.Gate, ov), &auth.RequireBearerTokenOptions{
 					ResourceMetadataURL: requestBase(r) + PathPRM + PathMCP, AllowMissingExpiration: true,
 				})(h).ServeHTTP(w, r)
 			})
@@ -295,11 +317,16 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		if base == "" {
 			base = requestBase(r)
 		}
-		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		md := &oauthex.ProtectedResourceMetadata{
 			Resource:               base + PathMCP,
 			ResourceName:           ServerTitle,
 			BearerMethodsSupported: []string{"header"},
-		}).ServeHTTP(w, r)
+		}
+		if o.OAuth != nil {
+			// Connectors sign in at the project's authorization server.
+			md.AuthorizationServers = []string{o.OAuth.Issuer}
+		}
+		auth.ProtectedResourceMetadataHandler(md).ServeHTTP(w, r)
 	}
 	mux.HandleFunc(PathPRM, prm)
 	mux.HandleFunc(PathPRM+PathMCP, prm)
@@ -380,8 +407,11 @@ func (l *sessionLimiter) opened(req mcp.Request) {
 // requests pass, so that tools/list shows it nothing and tools/call answers
 // client_suspended (§23) in a tool result; a store that cannot answer is a
 // 500 (fail closed). Errors name no token.
-func verifier(g *gate.Gate) auth.TokenVerifier {
+func verifier(g *gate.Gate, ov *oauthVerifier) auth.TokenVerifier {
 	return func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		if ov != nil && looksLikeJWT(token) {
+			return connectorInfo(ctx, g, ov, token, r)
+		}
 		switch err := g.Authenticate(ctx, token); {
 		case err == nil, errors.Is(err, domain.ErrClientSuspended):
 		case errors.Is(err, domain.ErrClientNotRegistered), errors.Is(err, domain.ErrAuthRequired):
@@ -397,15 +427,40 @@ func verifier(g *gate.Gate) auth.TokenVerifier {
 	}
 }
 
-// credentialOf is the credential of one request: its bearer token over
-// HTTP, else the server's own (stdio, in-memory).
-func credentialOf(o Options, req mcp.Request) string {
+// connectorInfo verifies a connector's OAuth access token (oauth.go) and
+// resolves the client bound to it, fresh on every request like a client
+// token: unbound or revoked → 401; suspended → passes (no tools, §23 code
+// on calls). The TokenInfo carries the token's expiry, which the SDK
+// enforces again.
+func connectorInfo(ctx context.Context, g *gate.Gate, ov *oauthVerifier, token string, r *http.Request) (*auth.TokenInfo, error) {
+	conn, exp, err := ov.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	switch err := g.AuthenticateConnector(ctx, *conn); {
+	case err == nil, errors.Is(err, domain.ErrClientSuspended):
+	case errors.Is(err, domain.ErrClientNotRegistered), errors.Is(err, domain.ErrAuthRequired):
+		return nil, fmt.Errorf("%w: no client is bound to this connector", auth.ErrInvalidToken)
+	default:
+		return nil, errors.New("the client registry does not answer")
+	}
+	return &auth.TokenInfo{UserID: connectorUserID(conn), Expiration: exp, Extra: map[string]any{connectorKey: conn,
+		spanKey: trace.SpanContextFromContext(r.Context())}}, nil
+}
+
+// callerOf is the caller of one request: over HTTP its bearer token, or
+// the connector its OAuth access token was verified as; else the server's
+// own credential (stdio, in-memory).
+func callerOf(o Options, req mcp.Request) (string, *domain.Connector) {
 	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		if c, ok := extra.TokenInfo.Extra[connectorKey].(*domain.Connector); ok && c != nil {
+			return o.Credential, c
+		}
 		if c, ok := extra.TokenInfo.Extra[credentialKey].(string); ok {
-			return c
+			return c, nil
 		}
 	}
-	return o.Credential
+	return o.Credential, nil
 }
 
 // remoteAddr is a request's client address: the connection's, or behind a

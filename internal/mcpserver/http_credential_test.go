@@ -16,7 +16,7 @@ func TestHTTP_ServerCredentialIsNoClient(t *testing.T) {
 		t.Fatalf("the HTTP server's credential %q could resolve to a client", noRequestToken)
 	}
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "trove_list_sales"}}
-	if got := credentialOf(Options{Credential: noRequestToken}, req); got != noRequestToken {
-		t.Fatalf("a request without a token carries %q", got)
+	if got, conn := callerOf(Options{Credential: noRequestToken}, req); got != noRequestToken || conn != nil {
+		t.Fatalf("a request without a token carries %q, connector %v", got, conn)
 	}
 }

@@ -77,7 +77,7 @@ func New(o Options) *mcp.Server {
 		t := &catalog.All()[i]
 		s.AddTool(DescribeTool(t, mode, o.OutputSchemas), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// Normally unreachable: the middleware answers every tools/call.
-			c := gateCall(o, credentialOf(o, req), req.Params)
+			c := gateCall(o, req, req.Params)
 			c.Progress = progressFunc(ctx, req.Session, req.Params)
 			return result(o.Gate.Invoke(ctx, c)), nil
 		})
@@ -86,8 +86,9 @@ func New(o Options) *mcp.Server {
 	return s
 }
 
-func gateCall(o Options, credential string, p *mcp.CallToolParamsRaw) gate.Call {
-	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Credential: credential, Transport: o.Transport}
+func gateCall(o Options, req mcp.Request, p *mcp.CallToolParamsRaw) gate.Call {
+	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Transport: o.Transport}
+	c.Credential, c.Connector = callerOf(o, req)
 	if o.Admitter != nil {
 		c.Arguments, c.Admission = o.Admitter.take(p.Arguments)
 	}
@@ -124,7 +125,7 @@ func middleware(o Options) mcp.Middleware {
 				if !ok || p == nil {
 					return next(ctx, method, req)
 				}
-				c := gateCall(o, credentialOf(o, req), p)
+				c := gateCall(o, req, p)
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 					c.Progress = progressFunc(ctx, ss, p)
 				}
@@ -139,7 +140,8 @@ func middleware(o Options) mcp.Middleware {
 					return res, nil
 				}
 				visible := map[string]bool{}
-				for _, t := range o.Gate.VisibleTools(ctx, credentialOf(o, req)) {
+				cred, conn := callerOf(o, req)
+				for _, t := range o.Gate.VisibleToolsOf(ctx, cred, conn) {
 					visible[t.Name] = true
 				}
 				kept := make([]*mcp.Tool, 0, len(visible))
