@@ -30,6 +30,11 @@ type RegisterOptions struct {
 	Out                                  string
 	// RemoteURL adds the previews of a remote server (mcp serve --http).
 	RemoteURL string
+	// OAuth registers a connector client bound to the OAuth client
+	// OAuthClientID, for the server at RemoteURL: reached only through that
+	// OAuth client's access tokens, so no token is printed.
+	OAuth         bool
+	OAuthClientID string
 	// PassphraseStdin reads the seller's approval passphrase from stdin.
 	PassphraseStdin bool
 	DB              string
@@ -136,6 +141,8 @@ func newClientRegisterCmd(f *Factory) *cobra.Command {
 	fl.StringVar(&o.RiskClass, "risk-class", "", "risk class: "+strings.Join(domain.RiskClasses, ", "))
 	fl.BoolVar(&o.Portable, "portable", false, "previews run bare `trovesnap` from PATH instead of this binary's absolute path")
 	fl.StringVar(&o.RemoteURL, "remote-url", "", remoteURLUsage)
+	fl.BoolVar(&o.OAuth, "oauth", false, "a connector (ChatGPT, Claude) that signs in as the actor through OAuth: needs --oauth-client-id and --remote-url; no token is issued to paste")
+	fl.StringVar(&o.OAuthClientID, "oauth-client-id", "", "the OAuth client id the project's authorization server gave the connector (implies --oauth)")
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON object (client_id, token, client, previews)")
 	fl.StringVar(&o.Out, "out", "", "write the setup previews (with the token) to this new file instead of printing them")
 	return cmd
@@ -150,6 +157,12 @@ func clientRegisterRun(ctx context.Context, f *Factory, o *RegisterOptions) erro
 	if len(o.Groups) == 0 {
 		return usageError{errors.New("--groups is required (e.g. tenant_read,candidate_write)")}
 	}
+	if o.OAuthClientID != "" {
+		o.OAuth = true
+	}
+	if o.OAuth && (o.OAuthClientID == "" || o.RemoteURL == "") {
+		return usageError{errors.New("--oauth needs --oauth-client-id (the connector's OAuth client) and --remote-url (the server its tokens name)")}
+	}
 	g := sellerGate{Command: "client register", Tenant: o.Tenant, Stdin: o.PassphraseStdin, Claims: []claim{{"--created-by", o.CreatedBy}}}
 	return withGatedClientAdmin(ctx, f, o.DB, g, func(cfg config.Config, a domain.ClientAdmin, owner string) error {
 		if o.CreatedBy == "" {
@@ -162,7 +175,7 @@ func clientRegisterRun(ctx context.Context, f *Factory, o *RegisterOptions) erro
 // RegisterOutput is the --json output of `client register`.
 type RegisterOutput struct {
 	ClientID string          `json:"client_id"`
-	Token    string          `json:"token"`
+	Token    string          `json:"token,omitempty"` // none for a connector (--oauth)
 	Client   domain.Client   `json:"client"`
 	Previews []setup.Preview `json:"previews"`
 	// PreviewsFile is where --out wrote the previews too.
@@ -177,14 +190,25 @@ func registerClient(ctx context.Context, f *Factory, cfg config.Config, a domain
 			return err // before registering: a refused --out registers nothing
 		}
 	}
-	c, token, err := a.RegisterClient(ctx, domain.NewClient{
+	in := domain.NewClient{
 		TenantID: o.Tenant, ActorID: o.Actor, Name: o.Name, ClientType: o.Type, Groups: o.Groups,
 		CreatedBy: o.CreatedBy, TrustLevel: o.Trust, RiskClass: o.RiskClass,
-	})
+	}
+	if o.OAuth {
+		resource, err := setup.RemoteEndpoint(o.RemoteURL)
+		if err != nil {
+			return usageError{fmt.Errorf("--remote-url: %w", err)}
+		}
+		in.OAuthClientID, in.OAuthResource = o.OAuthClientID, resource
+	}
+	c, token, err := a.RegisterClient(ctx, in)
 	if err != nil {
 		return clientError(err)
 	}
-	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL)
+	if o.OAuth {
+		token = "" // a connector signs in: its client token is never shown
+	}
+	previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL, o.OAuthClientID)
 	if err != nil {
 		return err
 	}
@@ -198,7 +222,11 @@ func registerClient(ctx context.Context, f *Factory, cfg config.Config, a domain
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "Registered %s %q (%s) for %s in %s, groups %s.\n", c.ID, c.Name, c.ClientType, c.ActorID, c.TenantID, strings.Join(c.AllowedToolGroups, ","))
-	fmt.Fprintf(w, "Token (shown once; trovesnap keeps only its hash): %s\n", token)
+	if o.OAuth {
+		fmt.Fprintf(w, "Bound to the OAuth client %s for %s: the connector signs in as %s; no token to paste.\n", c.OAuthClientID, in.OAuthResource, c.ActorID)
+	} else {
+		fmt.Fprintf(w, "Token (shown once; trovesnap keeps only its hash): %s\n", token)
+	}
 	if o.Out != "" {
 		fmt.Fprintf(w, "Setup previews written to %s (mode 0600; it contains the token).\n", o.Out)
 		return liveHostNote(w, cfg)
@@ -225,8 +253,9 @@ func liveHostNote(w io.Writer, cfg config.Config) error {
 const remoteURLUsage = "also print the setup of hosts reaching a `trovesnap mcp serve --http` server at this URL (https://mcp.example.com)"
 
 // previewsFor builds the host setup previews from the one pure function.
-func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool, remoteURL string) ([]setup.Preview, error) {
-	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir, RemoteURL: remoteURL}
+func previewsFor(f *Factory, cfg config.Config, clientID, token string, portable bool, remoteURL, oauthClientID string) ([]setup.Preview, error) {
+	in := setup.Input{ServerName: "trovesnap", Portable: portable, Token: token, ClientID: clientID, DataDir: cfg.DataDir, RemoteURL: remoteURL,
+		OAuthClientID: oauthClientID}
 	if !portable {
 		exe, err := f.Executable()
 		if err != nil {
@@ -318,7 +347,7 @@ func clientPreviewRun(ctx context.Context, f *Factory, o *ClientPreviewOptions) 
 		if err != nil {
 			return clientError(err)
 		}
-		previews, err := previewsFor(f, cfg, c.ID, "", o.Portable, o.RemoteURL)
+		previews, err := previewsFor(f, cfg, c.ID, "", o.Portable, o.RemoteURL, c.OAuthClientID)
 		if err != nil {
 			return err
 		}
@@ -518,7 +547,7 @@ func clientRotateRun(ctx context.Context, f *Factory, o *ClientRotateOptions) er
 		if err != nil {
 			return clientError(err)
 		}
-		previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL)
+		previews, err := previewsFor(f, cfg, c.ID, token, o.Portable, o.RemoteURL, "")
 		if err != nil {
 			return err
 		}

@@ -81,6 +81,9 @@ address is loopback by default; another needs --tls-cert/--tls-key, or
 	fl.StringVar(&opts.HTTP.PublicURL, "public-url", "", "the base URL clients reach this server by (https://mcp.example.com); its host is allowed")
 	fl.StringSliceVar(&opts.HTTP.AllowedHosts, "allowed-host", nil, "a Host header value to serve (repeatable; default: loopback names)")
 	fl.StringSliceVar(&opts.HTTP.AllowedOrigins, "allowed-origin", nil, "a browser origin allowed to call (repeatable; default: none)")
+	fl.BoolVar(&opts.HTTP.OAuth, "oauth", false, "also take connectors' OAuth access tokens (ChatGPT, Claude connectors), issued by the project's Supabase Auth in live mode (docs/remote.md); needs --public-url")
+	fl.StringVar(&opts.HTTP.OAuthIssuer, "oauth-issuer", "", "the OAuth authorization server's issuer (implies --oauth; default in live mode: SUPABASE_URL/auth/v1)")
+	fl.StringVar(&opts.HTTP.OAuthJWKSURL, "oauth-jwks-url", "", "where the issuer's signing keys are (default: ISSUER/.well-known/jwks.json)")
 	fl.IntVar(&opts.HTTP.AuthFailuresPerMinute, "auth-failures-per-minute", mcpserver.DefaultAuthFailuresPerMinute, "failed authentications (401) a remote address may have on /mcp in a minute before its requests are refused (429)")
 	fl.IntVar(&opts.HTTP.PublicPerMinute, "public-per-minute", mcpserver.DefaultPublicPerMinute, "requests a remote address may send to the public path (/public/mcp, no token) in a minute")
 	cmd.AddCommand(serve)
@@ -120,7 +123,7 @@ func serveRun(ctx context.Context, f *Factory, opts *ServeOptions) error {
 	g := f.newGate(conn, logger, &tel)
 	if opts.HTTP.Addr != "" {
 		logger.Info("trovesnap mcp serve", "version", buildinfo.Version, "mode", cfg.Mode, "db", cfg.DBPath, "mode_reason", cfg.ModeReason, "transport", "http")
-		return serveHTTP(ctx, &opts.HTTP, g, readiness(conn), f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1", logger)
+		return serveHTTP(ctx, &opts.HTTP, g, readiness(conn), f.Getenv("TROVESNAP_OUTPUT_SCHEMAS") == "1", cfg.SupabaseURL, logger)
 	}
 	// Over real stdio, the guard admits every tools/call on its raw line
 	// (size limit, in-flight budget) before the SDK decodes it.

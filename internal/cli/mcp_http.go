@@ -32,6 +32,12 @@ type HTTPServeOptions struct {
 	PublicPerMinute int
 	// AuthFailuresPerMinute bounds each remote address's 401s on /mcp.
 	AuthFailuresPerMinute int
+	// OAuth takes connectors' OAuth access tokens too (ChatGPT, Claude's
+	// connectors), issued by OAuthIssuer (default in live mode: the
+	// project's Supabase Auth, SUPABASE_URL/auth/v1).
+	OAuth        bool
+	OAuthIssuer  string
+	OAuthJWKSURL string
 }
 
 // HTTP server bounds. No write timeout: a call may stream progress for as
@@ -83,17 +89,55 @@ func (o *HTTPServeOptions) check() (hosts []string, err error) {
 	if !loopback && len(hosts) == 0 {
 		return nil, usageError{errors.New("name the host clients reach this server by: --public-url https://mcp.example.com (or --allowed-host)")}
 	}
+	if o.OAuthIssuer != "" || o.OAuthJWKSURL != "" {
+		o.OAuth = true
+	}
+	if o.OAuth {
+		if o.PublicURL == "" {
+			return nil, usageError{errors.New("--oauth needs --public-url: every access token must name this server's URL as its audience")}
+		}
+		for flag, v := range map[string]string{"--oauth-issuer": o.OAuthIssuer, "--oauth-jwks-url": o.OAuthJWKSURL} {
+			if v == "" {
+				continue
+			}
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+				(u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+				return nil, usageError{fmt.Errorf("%s %q: want an https URL (http only on loopback)", flag, v)}
+			}
+		}
+	}
 	return hosts, nil
+}
+
+// oauthOptions are the resource server's options: the issuer named, else
+// in live mode the project's Supabase Auth; nil when OAuth is off.
+func (o *HTTPServeOptions) oauthOptions(supabaseURL string) (*mcpserver.OAuthOptions, error) {
+	if !o.OAuth {
+		return nil, nil
+	}
+	issuer := o.OAuthIssuer
+	if issuer == "" {
+		if supabaseURL == "" {
+			return nil, usageError{errors.New("--oauth in mock mode needs --oauth-issuer (live mode uses the project's Supabase Auth)")}
+		}
+		issuer = strings.TrimSuffix(supabaseURL, "/") + "/auth/v1"
+	}
+	return &mcpserver.OAuthOptions{Issuer: strings.TrimSuffix(issuer, "/"), JWKSURL: o.OAuthJWKSURL}, nil
 }
 
 // serveHTTP runs the HTTP server until ctx ends (SIGINT, SIGTERM), then
 // drains: no new connection, running calls finish (up to shutdownGrace).
-func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready func(context.Context) error, outputSchemas bool, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready func(context.Context) error, outputSchemas bool, supabaseURL string, logger *slog.Logger) error {
 	hosts, err := o.check()
 	if err != nil {
 		return err
 	}
-	h := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: g, Logger: logger, Stateless: o.Stateless,
+	oauth, err := o.oauthOptions(supabaseURL)
+	if err != nil {
+		return err
+	}
+	h := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{Gate: g, Logger: logger, Stateless: o.Stateless, OAuth: oauth,
 		AllowedHosts: hosts, AllowedOrigins: o.AllowedOrigins, ResourceURL: o.PublicURL, Ready: ready, OutputSchemas: outputSchemas,
 		PublicPerMinute: o.PublicPerMinute, TrustProxy: o.BehindProxy, AuthFailuresPerMinute: o.AuthFailuresPerMinute})
 	ln, err := net.Listen("tcp", o.Addr)
@@ -123,7 +167,7 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 		scheme = "https"
 	}
 	logger.Info("trovesnap mcp serve: listening", "url", scheme+"://"+ln.Addr().String()+mcpserver.PathMCP, "stateless", o.Stateless,
-		"behind_proxy", o.BehindProxy)
+		"behind_proxy", o.BehindProxy, "oauth", oauth != nil)
 	if o.TLSCert != "" {
 		err = srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
 	} else {

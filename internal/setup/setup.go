@@ -54,6 +54,9 @@ const (
 	HostCodexRemote      = "codex_remote"
 	HostCursorRemote     = "cursor_remote"
 	HostGenericHTTP      = "generic_http"
+	// OAuth connectors (Input.OAuthClientID): signed in, no token.
+	HostChatGPTConnector = "chatgpt_connector"
+	HostClaudeConnector  = "claude_connector"
 )
 
 // Formats of Preview.Text.
@@ -61,6 +64,7 @@ const (
 	FormatShell = "shell"
 	FormatJSON  = "json"
 	FormatTOML  = "toml"
+	FormatSteps = "steps" // numbered steps to follow in a host's settings
 )
 
 // Input of Previews. All fields are trusted values from the CLI.
@@ -85,6 +89,11 @@ type Input struct {
 	// endpoint (https://host/mcp): the remote previews are added, each
 	// reading the token from TROVESNAP_CLIENT_TOKEN as a bearer token.
 	RemoteURL string
+	// OAuthClientID, when set, is the OAuth client a connector client is
+	// bound to (client register --oauth): the previews are then the
+	// connector steps only (ChatGPT, Claude), which need RemoteURL and hold
+	// no token — the connector signs in as the seller.
+	OAuthClientID string
 }
 
 // Preview is one ready-to-paste host configuration snippet.
@@ -112,6 +121,9 @@ func Previews(in Input) ([]Preview, error) {
 	f, err := resolve(in)
 	if err != nil {
 		return nil, err
+	}
+	if f.oauthClientID != "" {
+		return f.connectorPreviews(), nil
 	}
 	project := f.server(projectTokenRef)
 	embedded := f.server(f.token)
@@ -220,6 +232,55 @@ func Previews(in Input) ([]Preview, error) {
 	return append(previews, remote...), nil
 }
 
+// RemoteEndpoint is the MCP endpoint of a `trovesnap mcp serve --http`
+// server given by its URL: https (http only on loopback), without
+// credentials, query or fragment; a bare host gets the path /mcp.
+func RemoteEndpoint(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	loopback := u != nil && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1" || u.Hostname() == "::1")
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		!(u.Scheme == "https" || u.Scheme == "http" && loopback) ||
+		strings.ContainsAny(raw, "\"' ${}") || strings.ContainsFunc(raw, isControl) {
+		return "", errors.New("setup: the remote URL must be the server's https URL (http only on loopback), without credentials or query")
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/mcp"
+	}
+	return u.String(), nil
+}
+
+// connectorPreviews are the steps of a connector host (ChatGPT, Claude)
+// signing in to the server at f.remoteURL through the OAuth client
+// f.oauthClientID: nothing to paste but the URL and the client id.
+func (f facts) connectorPreviews() []Preview {
+	bound := "This client is reached only through access tokens the project's authorization server issued to the OAuth client " + f.oauthClientID +
+		" for the member it acts for, naming " + f.remoteURL + " as their audience: tokens of any other OAuth client, of another account, or for another server are refused. No token is pasted anywhere."
+	server := "The server must run with `trovesnap mcp serve --http --oauth --public-url` (docs/remote.md)."
+	return []Preview{
+		{
+			Host:   HostChatGPTConnector,
+			Title:  "ChatGPT connector (OAuth)",
+			Format: FormatSteps,
+			Text: "1. In ChatGPT, open Settings, then Apps & Connectors; under Advanced settings turn on Developer mode.\n" +
+				"2. Choose Create (a custom connector). Name: TroveSnap.\n" +
+				"3. MCP server URL: " + f.remoteURL + "\n" +
+				"4. Authentication: OAuth. In the OAuth settings give the client ID " + f.oauthClientID + " (and the client secret the project issued with it, if any).\n" +
+				"5. Create, then Connect: sign in as the seller at the project's sign-in page and approve the access.\n",
+			Note: f.notes(bound, server),
+		},
+		{
+			Host:   HostClaudeConnector,
+			Title:  "Claude connector (claude.ai, Claude Desktop)",
+			Format: FormatSteps,
+			Text: "1. In Claude, open Settings, then Connectors, and choose Add custom connector.\n" +
+				"2. Name: TroveSnap. Remote MCP server URL: " + f.remoteURL + "\n" +
+				"3. Under Advanced settings give the OAuth Client ID " + f.oauthClientID + " (and its client secret, if any).\n" +
+				"4. Add, then Connect: sign in as the seller at the project's sign-in page and approve the access.\n",
+			Note: f.notes(bound, server),
+		},
+	}
+}
+
 // bearerRef is the Authorization header of the remote previews: the token
 // is read from the environment, never written into a host's file.
 const bearerRef = "Bearer " + projectTokenRef
@@ -284,17 +345,18 @@ func (f facts) remotePreviews() ([]Preview, error) {
 
 // facts are the validated values every preview is derived from.
 type facts struct {
-	name        string
-	command     string
-	portable    bool
-	token       string // real token or TokenPlaceholder
-	placeholder bool
-	db          string
-	clientID    string
-	remoteURL   string
-	supabaseURL string
-	publicKey   string
-	dataDir     string
+	name          string
+	command       string
+	portable      bool
+	token         string // real token or TokenPlaceholder
+	placeholder   bool
+	db            string
+	clientID      string
+	remoteURL     string
+	oauthClientID string
+	supabaseURL   string
+	publicKey     string
+	dataDir       string
 }
 
 func resolve(in Input) (facts, error) {
@@ -322,17 +384,17 @@ func resolve(in Input) (facts, error) {
 		f.publicKey = k
 	}
 	if in.RemoteURL != "" {
-		u, err := url.Parse(in.RemoteURL)
-		loopback := u != nil && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1" || u.Hostname() == "::1")
-		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
-			!(u.Scheme == "https" || u.Scheme == "http" && loopback) ||
-			strings.ContainsAny(in.RemoteURL, "\"' ${}") || strings.ContainsFunc(in.RemoteURL, isControl) {
-			return f, errors.New("setup: the remote URL must be the server's https URL (http only on loopback), without credentials or query")
+		u, err := RemoteEndpoint(in.RemoteURL)
+		if err != nil {
+			return f, err
 		}
-		if u.Path == "" || u.Path == "/" {
-			u.Path = "/mcp"
+		f.remoteURL = u
+	}
+	if in.OAuthClientID != "" {
+		if f.remoteURL == "" || len(in.OAuthClientID) > 255 || strings.ContainsFunc(in.OAuthClientID, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return f, errors.New("setup: a connector needs the server's remote URL and a printable OAuth client id")
 		}
-		f.remoteURL = u.String()
+		f.oauthClientID = in.OAuthClientID
 	}
 	if f.name == "" {
 		f.name = DefaultServerName

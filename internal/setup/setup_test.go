@@ -50,7 +50,10 @@ var goldenCases = []goldenCase{
 	{"db_outside_data_dir", Input{Executable: testExe, Token: testToken, DBPath: "/srv/trove/shop.db", DataDir: testDataDir}},
 	{"live", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", SupabaseURL: "https://abcd1234.supabase.co/", SupabasePublicKey: testPublicKey}},
 	{"remote", Input{Executable: testExe, Token: testToken, ClientID: "cli_01", DataDir: testDataDir, RemoteURL: testRemote}},
+	{"connector", Input{Executable: testExe, Token: testToken, ClientID: "cli_02", DataDir: testDataDir, RemoteURL: testRemote, OAuthClientID: testOAuthClient}},
 }
+
+const testOAuthClient = "9a8b7c6d-5e4f-3a2b-1c0d-9e8f7a6b5c4d"
 
 const testRemote = "https://mcp.example.com"
 
@@ -61,7 +64,42 @@ var extraCases = []goldenCase{
 	{"unicode_and_tabless", Input{ServerName: "0", Executable: "/opt/\u65e5\u672c/trovesnap", Token: "tsk_" + strings.Repeat("a", 100)}},
 }
 
-func allCases() []goldenCase { return append(slices.Clone(goldenCases), extraCases...) }
+// allCases are the token setups (a connector's are checked apart:
+// TestPreviews_Connector).
+func allCases() []goldenCase {
+	return slices.DeleteFunc(append(slices.Clone(goldenCases), extraCases...), func(c goldenCase) bool { return c.in.OAuthClientID != "" })
+}
+
+// A connector (client register --oauth) gets the connector steps only:
+// the URL and the OAuth client id, never a token (even one registration
+// produced), and no stdio or bearer setup that would need one.
+func TestPreviews_Connector(t *testing.T) {
+	ps := mustPreviews(t, Input{Executable: testExe, Token: testToken, ClientID: "cli_02", RemoteURL: "https://mcp.example.com/", OAuthClientID: testOAuthClient})
+	var hosts []string
+	for _, p := range ps {
+		hosts = append(hosts, p.Host)
+		if p.Format != FormatSteps || !strings.Contains(p.Text, "https://mcp.example.com/mcp\n") || !strings.Contains(p.Text, testOAuthClient) {
+			t.Errorf("%s: want steps naming the endpoint and the OAuth client:\n%s", p.Host, p.Text)
+		}
+	}
+	if want := []string{HostChatGPTConnector, HostClaudeConnector}; !slices.Equal(hosts, want) {
+		t.Errorf("hosts = %q, want %q", hosts, want)
+	}
+	if all, _ := json.Marshal(ps); bytes.Contains(all, []byte("tsk_")) || bytes.Contains(all, []byte(testToken)) {
+		t.Errorf("connector previews carry a token: %s", all)
+	}
+	for _, bad := range []Input{
+		{Executable: testExe, OAuthClientID: testOAuthClient},                                      // no URL
+		{Executable: testExe, RemoteURL: testRemote, OAuthClientID: "has space"},                   // not one word
+		{Executable: testExe, RemoteURL: testRemote, OAuthClientID: "x\n3. Paste this token"},      // a step of its own
+		{Executable: testExe, RemoteURL: testRemote, OAuthClientID: strings.Repeat("a", 256)},      // too long
+		{Executable: testExe, RemoteURL: "http://mcp.example.com", OAuthClientID: testOAuthClient}, // plain http
+	} {
+		if ps, err := Previews(bad); err == nil {
+			t.Errorf("Previews(%+v) accepted: %v", bad, ps)
+		}
+	}
+}
 
 // render is the readable golden form of a preview list.
 func render(ps []Preview) string {
