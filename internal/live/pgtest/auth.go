@@ -27,9 +27,12 @@ import (
 //	POST /auth/v1/logout?scope=global|local|others  (Bearer access token)
 //	    204; 401 {"code":401,"error_code":"bad_jwt"|"no_authorization","msg":…}
 //
+//	GET /auth/v1/.well-known/jwks.json, /.well-known/oauth-authorization-server
+//	    the signing key's JWKS and the OAuth 2.1 server's metadata (jwks.go)
+//
 // Refresh tokens rotate as GoTrue's do: each is single-use, and a used or
-// revoked one is refused. Every request needs an apikey header, as the API
-// gateway requires.
+// revoked one is refused. Every request but the two discovery documents
+// needs an apikey header, as the API gateway requires.
 
 // authUser is a registered test user.
 type authUser struct {
@@ -138,6 +141,16 @@ func (e *Endpoint) serveAuth(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.requests[r.Method+" /auth/v1"+path]++
 	a.mu.Unlock()
+	if r.Method == http.MethodGet {
+		switch path { // the public discovery documents need no apikey (jwks.go)
+		case "/.well-known/jwks.json":
+			e.serveJWKS(w)
+			return
+		case "/.well-known/oauth-authorization-server":
+			e.serveOAuthMetadata(w)
+			return
+		}
+	}
 	if r.Header.Get("apikey") == "" {
 		b, _ := json.Marshal(map[string]string{"message": "No API key found in request",
 			"hint": "No `apikey` request header or url param was found."})

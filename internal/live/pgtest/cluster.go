@@ -197,13 +197,16 @@ func MigrationFiles() ([]string, error) {
 }
 
 // Bootstrap creates what a Supabase project has before any migration: the
-// PostgREST login role (authenticator, NOINHERIT) and the API roles.
+// PostgREST login role (authenticator, NOINHERIT), the API roles, and
+// Supabase Auth's role (supabase_auth_admin, which runs the auth hooks; no
+// login here: Endpoint.OAuthTokenWithHook becomes it with SET ROLE).
 const Bootstrap = `
 CREATE ROLE anon NOLOGIN NOINHERIT;
 CREATE ROLE authenticated NOLOGIN NOINHERIT;
 CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS;
 CREATE ROLE authenticator LOGIN NOINHERIT;
 GRANT anon, authenticated, service_role TO authenticator;
+CREATE ROLE supabase_auth_admin NOLOGIN NOINHERIT;
 `
 
 // Migrate bootstraps the Supabase roles and applies every migration, each

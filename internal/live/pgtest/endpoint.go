@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
@@ -27,7 +28,9 @@ import (
 
 // Endpoint is a PostgREST-compatible RPC server for tests: POST
 // /rest/v1/rpc/{fn} with JSON named arguments and `Authorization: Bearer
-// <JWT>` (HS256, verified with the endpoint's secret). Each request runs in
+// <JWT>` (HS256, verified with the endpoint's secret, or ES256 signed by the
+// endpoint's asymmetric signing key, whose JWKS the Auth stand-in serves:
+// jwks.go). Each request runs in
 // one transaction as the authenticator login role: SET LOCAL ROLE to the
 // JWT's role claim (anon without a JWT), request.jwt.claims and
 // request.headers set (PostgREST's JSON object of the request headers,
@@ -37,6 +40,15 @@ type Endpoint struct {
 	secret []byte
 	srv    *httptest.Server
 	pool   *pgxpool.Pool
+
+	// The project's asymmetric JWT signing key (ES256, P-256) and its key
+	// id, as a Supabase project with JWT signing keys has (jwks.go).
+	signKey *ecdsa.PrivateKey
+	kid     string
+	// superDSN connects as the cluster's bootstrap superuser, through which
+	// the Custom Access Token Hook runs (OAuthTokenWithHook); empty for an
+	// endpoint without a cluster.
+	superDSN string
 
 	mu   sync.Mutex
 	args map[string][]fnArg
@@ -54,16 +66,30 @@ func (c *Cluster) Serve(ctx context.Context) (*Endpoint, error) {
 		return nil, err
 	}
 	cfg.MaxConns = 8
+	e, err := newEndpoint()
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	e := &Endpoint{secret: secret, pool: pool, args: map[string][]fnArg{}, raw: map[string]bool{}}
+	e.pool, e.superDSN = pool, c.DSN("postgres")
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	e.URL = e.srv.URL
 	return e, nil
+}
+
+// newEndpoint is an endpoint's keys and state, without a server or a
+// database (Serve adds them; the tests of jwks.go use it alone).
+func newEndpoint() (*Endpoint, error) {
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	key, kid, err := newSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	return &Endpoint{secret: secret, signKey: key, kid: kid, args: map[string][]fnArg{}, raw: map[string]bool{}}, nil
 }
 
 // Close stops the endpoint.
@@ -105,7 +131,9 @@ func (e *Endpoint) sign(claims map[string]any) string {
 	return msg + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
-// verify checks an HS256 JWT and returns its claims.
+// verify checks a JWT — HS256 with the secret, or ES256 signed by the
+// signing key (its kid, the 64-byte r||s signature); any other algorithm
+// is refused — and returns its claims.
 func (e *Endpoint) verify(tok string) (map[string]any, error) {
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
@@ -114,16 +142,27 @@ func (e *Endpoint) verify(tok string) (map[string]any, error) {
 	enc := base64.RawURLEncoding
 	var hdr struct {
 		Alg string `json:"alg"`
+		Kid string `json:"kid"`
 	}
 	hb, err := enc.DecodeString(parts[0])
-	if err != nil || json.Unmarshal(hb, &hdr) != nil || hdr.Alg != "HS256" {
+	if err != nil || json.Unmarshal(hb, &hdr) != nil || (hdr.Alg != "HS256" && hdr.Alg != "ES256") {
 		return nil, errors.New("bad header")
 	}
-	mac := hmac.New(sha256.New, e.secret)
-	mac.Write([]byte(parts[0] + "." + parts[1]))
 	sig, err := enc.DecodeString(parts[2])
-	if err != nil || !hmac.Equal(sig, mac.Sum(nil)) {
+	if err != nil {
 		return nil, errors.New("bad signature")
+	}
+	msg := parts[0] + "." + parts[1]
+	if hdr.Alg == "ES256" {
+		if !e.verifyES256(hdr.Kid, msg, sig) {
+			return nil, errors.New("bad signature")
+		}
+	} else {
+		mac := hmac.New(sha256.New, e.secret)
+		mac.Write([]byte(msg))
+		if !hmac.Equal(sig, mac.Sum(nil)) {
+			return nil, errors.New("bad signature")
+		}
 	}
 	cb, err := enc.DecodeString(parts[1])
 	if err != nil {
