@@ -107,7 +107,9 @@ func TestClientToken_StoredHashIsNoCredential(t *testing.T) {
 	}
 	sameCounts(t, env, before, "a refused credential")
 
-	// No API role may execute the moved bodies, which take a hash.
+	// No API role may execute the moved bodies, which take a hash; the
+	// public MCP RPCs are anon's (a client token) and authenticated's (a
+	// connector's access token: migration 49), the same set for both.
 	conn, err := env.Cluster.Super(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +120,10 @@ func TestClientToken_StoredHashIsNoCredential(t *testing.T) {
 		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		CROSS JOIN (SELECT rolname FROM pg_roles WHERE rolname IN ('anon', 'authenticated', 'service_role', 'trovesnap_mcp')) r
 		WHERE (n.nspname = 'trovesnap' AND p.proname LIKE 'mcp\_%' AND has_function_privilege(r.rolname, p.oid, 'EXECUTE'))
-		   OR (n.nspname = 'public' AND p.proname LIKE 'mcp\_%' AND r.rolname <> 'anon'
+		   OR (n.nspname = 'public' AND p.proname LIKE 'mcp\_%' AND r.rolname NOT IN ('anon', 'authenticated')
 		       AND has_function_privilege(r.rolname, p.oid, 'EXECUTE'))
+		   OR (n.nspname = 'public' AND p.proname LIKE 'mcp\_%' AND r.rolname = 'authenticated'
+		       AND has_function_privilege('authenticated', p.oid, 'EXECUTE') <> has_function_privilege('anon', p.oid, 'EXECUTE'))
 		   OR (n.nspname = 'public' AND 'p_credential_hash' = ANY (coalesce(p.proargnames, '{}'))
 		       AND p.proname LIKE 'mcp\_%')`).Scan(&exposed); err != nil {
 		t.Fatal(err)

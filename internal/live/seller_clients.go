@@ -35,6 +35,8 @@ func (s *Seller) RegisterClient(ctx context.Context, in domain.NewClient) (domai
 		"p_trust_level":     in.TrustLevel,
 		"p_risk_class":      in.RiskClass,
 		"p_created_by":      in.CreatedBy,
+		"p_oauth_client_id": in.OAuthClientID,
+		"p_oauth_resource":  in.OAuthResource,
 	}, &c)
 	if err != nil {
 		return domain.Client{}, "", err
