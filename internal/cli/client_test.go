@@ -213,3 +213,60 @@ func TestLimits_SetAndShow(t *testing.T) {
 		t.Errorf("negative limit: %+v", r)
 	}
 }
+
+// A connector (client register --oauth): bound to its OAuth client for the
+// server's /mcp, no token printed anywhere, the connector steps as
+// previews; it cannot be given a token by rotation, and a second binding
+// of the same OAuth client is refused, writing nothing.
+func TestClient_RegisterConnector(t *testing.T) {
+	env, dir := tempEnv(t)
+	db := filepath.Join(dir, "c.db")
+	const oauthID = "9a8b7c6d-5e4f-3a2b-1c0d-9e8f7a6b5c4d"
+	reg := registerJSON(t, env, db, "--type", "chatgpt", "--oauth-client-id", oauthID, "--remote-url", "https://mcp.example.com")
+	if reg.Token != "" || reg.Client.OAuthClientID != oauthID {
+		t.Fatalf("connector registration: %+v", reg)
+	}
+	var hosts []string
+	for _, p := range reg.Previews {
+		hosts = append(hosts, p.Host)
+		if !strings.Contains(p.Text, "https://mcp.example.com/mcp") || !strings.Contains(p.Text, oauthID) {
+			t.Errorf("%s: %s", p.Host, p.Text)
+		}
+	}
+	if strings.Join(hosts, ",") != "chatgpt_connector,claude_connector" {
+		t.Errorf("previews %v", hosts)
+	}
+	human := runP(t, env, "--db", db, "client", "register", "--name", "Claude", "--type", "claude_desktop", "--tenant", fixtures.DemoTenantID,
+		"--actor", fixtures.CatalogerUserID, "--groups", "tenant_read", "--oauth", "--oauth-client-id", "claude-web", "--remote-url", "https://mcp.example.com")
+	if human.code != cli.ExitOK || strings.Contains(human.out+human.err, "tsk_") || !strings.Contains(human.out, "no token to paste") {
+		t.Fatalf("register --oauth: %+v", human)
+	}
+	list := func() int {
+		var cs []domain.Client
+		_ = json.Unmarshal([]byte(run(t, env, "--db", db, "client", "list", "--json").out), &cs)
+		return len(cs)
+	}
+	n := list()
+	for name, argv := range map[string][]string{
+		"taken":      {"--oauth-client-id", oauthID, "--remote-url", "https://mcp.example.com"},
+		"no url":     {"--oauth", "--oauth-client-id", "other"},
+		"no id":      {"--oauth", "--remote-url", "https://mcp.example.com"},
+		"plain http": {"--oauth-client-id", "other", "--remote-url", "http://mcp.example.com"},
+	} {
+		r := runP(t, env, append([]string{"--db", db, "client", "register", "--name", "X", "--type", "chatgpt", "--tenant", fixtures.DemoTenantID,
+			"--actor", fixtures.CatalogerUserID, "--groups", "tenant_read"}, argv...)...)
+		if r.code != cli.ExitUsage {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	if r := runP(t, env, "--db", db, "client", "rotate", reg.ClientID); r.code != cli.ExitUsage || strings.Contains(r.out, "tsk_") {
+		t.Errorf("rotating a connector: %+v", r)
+	}
+	if got := list(); got != n {
+		t.Errorf("refused registrations wrote clients: %d → %d", n, got)
+	}
+	// Preview of the connector: its steps again.
+	if pv := run(t, env, "--db", db, "client", "preview", reg.ClientID, "--remote-url", "https://mcp.example.com"); pv.code != cli.ExitOK || !strings.Contains(pv.out, oauthID) {
+		t.Errorf("preview: %+v", pv)
+	}
+}
