@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
+	"log/slog"
 	"math"
 	"net/url"
 	"regexp"
@@ -78,6 +80,17 @@ type Connector struct {
 	Subject  string
 	ClientID string
 	Token    string
+}
+
+// String, GoString, LogValue and MarshalJSON never show the access token:
+// a Connector printed, logged or encoded names its OAuth client only.
+func (c Connector) String() string   { return "connector(" + c.ClientID + ")" }
+func (c Connector) GoString() string { return c.String() }
+func (c Connector) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("oauth_client_id", c.ClientID))
+}
+func (c Connector) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"oauth_client_id": c.ClientID})
 }
 
 // OAuthClientIDRE is the shape of an OAuth client id a client may be bound

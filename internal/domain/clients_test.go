@@ -1,6 +1,10 @@
 package domain
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,6 +65,22 @@ func TestLimits_RaisesListsEveryField(t *testing.T) {
 		}
 		if got := cur.Raises(next); !slices.Equal(got, []string{name}) {
 			t.Errorf("raising Limits.%s: Raises = %v, want [%s] (is the field listed in Raises?)", f.Name, got, name)
+		}
+	}
+}
+
+// A Connector printed, logged or encoded never shows its access token.
+func TestConnector_NeverShowsItsToken(t *testing.T) {
+	c := Connector{Subject: "user_90", ClientID: "chatgpt", Token: "eyJhbGciOiJFUzI1NiJ9.secret.sig"}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "conn", c, "ptr", &c)
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, &c), logged.String(), string(js)} {
+		if strings.Contains(out, "secret") || !strings.Contains(out, "chatgpt") {
+			t.Errorf("printed %q", out)
 		}
 	}
 }

@@ -440,6 +440,9 @@ func connectorInfo(ctx context.Context, g *gate.Gate, ov *oauthVerifier, token s
 	switch err := g.AuthenticateConnector(ctx, *conn); {
 	case err == nil, errors.Is(err, domain.ErrClientSuspended):
 	case errors.Is(err, domain.ErrClientNotRegistered), errors.Is(err, domain.ErrAuthRequired):
+		// The OAuth client id is no secret: the operator learns which one a
+		// seller would bind (client register --oauth-client-id).
+		ov.keys.log.Info("oauth: a valid access token of an OAuth client bound to no client of its account", "oauth_client_id", conn.ClientID)
 		return nil, fmt.Errorf("%w: no client is bound to this connector", auth.ErrInvalidToken)
 	default:
 		return nil, errors.New("the client registry does not answer")
