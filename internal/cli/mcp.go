@@ -84,6 +84,7 @@ address is loopback by default; another needs --tls-cert/--tls-key, or
 	fl.BoolVar(&opts.HTTP.OAuth, "oauth", false, "also take connectors' OAuth access tokens (ChatGPT, Claude connectors), issued by the project's Supabase Auth in live mode (docs/remote.md); needs --public-url")
 	fl.StringVar(&opts.HTTP.OAuthIssuer, "oauth-issuer", "", "the OAuth authorization server's issuer (implies --oauth; default in live mode: SUPABASE_URL/auth/v1)")
 	fl.StringVar(&opts.HTTP.OAuthJWKSURL, "oauth-jwks-url", "", "where the issuer's signing keys are (default: ISSUER/.well-known/jwks.json)")
+	fl.IntVar(&opts.HTTP.MaxConnections, "max-connections", DefaultMaxConnections, "open connections at most; more wait until one closes")
 	fl.IntVar(&opts.HTTP.AuthFailuresPerMinute, "auth-failures-per-minute", mcpserver.DefaultAuthFailuresPerMinute, "failed authentications (401) a remote address may have on /mcp in a minute before its requests are refused (429)")
 	fl.IntVar(&opts.HTTP.PublicPerMinute, "public-per-minute", mcpserver.DefaultPublicPerMinute, "requests a remote address may send to the public path (/public/mcp, no token) in a minute")
 	cmd.AddCommand(serve)

@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/triunalabs/trovesnap/internal/gate"
 	"github.com/triunalabs/trovesnap/internal/live"
@@ -38,6 +41,12 @@ type HTTPServeOptions struct {
 	OAuth        bool
 	OAuthIssuer  string
 	OAuthJWKSURL string
+	// MaxConnections bounds the open connections; past it new ones wait in
+	// the listen backlog until one closes.
+	MaxConnections int
+	// grace is how long a drain waits for running requests (default
+	// shutdownGrace; tests shorten it).
+	grace time.Duration
 }
 
 // HTTP server bounds. No write timeout: a call may stream progress for as
@@ -49,6 +58,13 @@ const (
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 64 << 10
 	shutdownGrace     = 30 * time.Second
+	// cutGrace is how long requests still running when the grace ends may
+	// take to return once their connections are closed: the store closes
+	// only after them, so no call's bookkeeping meets a closed store.
+	cutGrace = 10 * time.Second
+	// DefaultMaxConnections is --max-connections' default: each connection
+	// holds a goroutine and its buffers (a few KiB idle).
+	DefaultMaxConnections = 1024
 	// httpMemoryLimit is the soft memory limit of an HTTP server (many
 	// clients at once; stdio keeps serveMemoryLimit).
 	httpMemoryLimit = 256 << 20
@@ -144,6 +160,22 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", o.Addr, err)
 	}
+	maxConns := o.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	ln = netutil.LimitListener(ln, maxConns)
+	// Every request is counted until its handler returns: a drain that
+	// ends its grace cuts the connections left and still waits for their
+	// handlers (bounded by cutGrace), so the caller closes the store after
+	// every call's bookkeeping.
+	running := &inflight{}
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.add()
+		defer running.done()
+		inner.ServeHTTP(w, r)
+	})
 	// A session's standing GET (its stream of server notifications) never
 	// ends by itself: a drain ends those at once, while calls (POSTs) run
 	// to their end.
@@ -153,14 +185,32 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	grace := o.grace
+	if grace <= 0 {
+		grace = shutdownGrace
+	}
 	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
 		logger.Info("trovesnap mcp serve: draining")
 		stopStreams()
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		done <- srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
+		if err == nil {
+			done <- nil
+			return
+		}
+		// Past the grace: cut what is left (their requests are cancelled)
+		// and wait for the handlers to return.
+		logger.Warn("trovesnap mcp serve: requests still running after the grace are cut", "grace", grace)
+		_ = srv.Close()
+		select {
+		case <-running.idle():
+		case <-time.After(cutGrace):
+			logger.Error("trovesnap mcp serve: requests still running after they were cut", "wait", cutGrace)
+		}
+		done <- err
 	}()
 	scheme := "http"
 	if o.TLSCert != "" {
@@ -181,6 +231,43 @@ func serveHTTP(ctx context.Context, o *HTTPServeOptions, g *gate.Gate, ready fun
 	}
 	logger.Info("trovesnap mcp serve stopped")
 	return nil
+}
+
+// inflight counts the requests in their handlers.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n reaches 0 after idle was asked
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+}
+
+// idle is closed once no request is in its handler.
+func (f *inflight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := make(chan struct{})
+	if f.n == 0 {
+		close(c)
+		return c
+	}
+	if f.zero == nil {
+		f.zero = c
+	}
+	return f.zero
 }
 
 // endStreams cancels every GET request's context when streams ends.
