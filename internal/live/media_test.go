@@ -360,8 +360,10 @@ func TestMedia_ConcurrentUploadsOfOneTenant(t *testing.T) {
 	}
 }
 
-// Only the public key's role may call the media RPCs (their authority is
-// the client token they carry); their bodies and helpers are nobody's.
+// Only the API roles of MCP calls may call the media RPCs — anon (a client
+// token) and authenticated (a connector's access token; migration 49): their
+// authority is the credential they carry; their bodies and helpers are
+// nobody's.
 func TestMedia_OnlyTheServerRoleMayExecute(t *testing.T) {
 	env := pgtest.Need(t)
 	conn := superConn(t, env)
@@ -369,7 +371,7 @@ func TestMedia_OnlyTheServerRoleMayExecute(t *testing.T) {
 	body := "(text, text, integer, text, text, jsonb, timestamptz, jsonb, text)"
 	for fn, anon := range map[string]bool{"public.mcp_attach_candidate_media" + sig: true, "public.mcp_create_media_candidate" + sig: true,
 		"trovesnap.mcp_attach_candidate_media" + body: false, "trovesnap.mcp_create_media_candidate" + body: false} {
-		for role, want := range map[string]bool{"trovesnap_mcp": false, "anon": anon, "authenticated": false, "service_role": false} {
+		for role, want := range map[string]bool{"trovesnap_mcp": false, "anon": anon, "authenticated": anon, "service_role": false} {
 			var ok bool
 			if err := conn.QueryRow(ctx, "SELECT has_function_privilege($1, $2, 'EXECUTE')", role, fn).Scan(&ok); err != nil || ok != want {
 				t.Errorf("%s may execute %s: %v, want %v (%v)", role, fn, ok, want, err)

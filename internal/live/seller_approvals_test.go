@@ -413,7 +413,9 @@ func TestSeller_RPCsGrantedToAuthenticatedOnly(t *testing.T) {
 }
 
 // A seller's session cannot be used on the MCP RPCs, not even with a valid
-// client token beside it: they run as the public key's role only.
+// client token beside it: an authenticated caller of an MCP RPC must be a
+// connector (its token names an OAuth client; migration 49), and a
+// seller's session names none.
 func TestSeller_TokenCannotCallTheServerRPCs(t *testing.T) {
 	env := seeded(t)
 	user := env.Endpoint.UserToken(pgtest.AuthSubject(fixtures.DemoUserID), time.Hour)
@@ -433,7 +435,7 @@ func TestSeller_TokenCannotCallTheServerRPCs(t *testing.T) {
 		var out map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
-		if resp.StatusCode < 400 || out["code"] != "42501" {
+		if resp.StatusCode < 400 || out["message"] != "trovesnap:forbidden" {
 			t.Errorf("%s under a seller session: HTTP %d %v", fn, resp.StatusCode, out)
 		}
 	}
