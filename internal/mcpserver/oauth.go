@@ -196,50 +196,73 @@ func connectorUserID(c *domain.Connector) string {
 	return "oauth:" + hex.EncodeToString(sum[:8])
 }
 
-// jwksCache holds the issuer's signing keys by kid, fetched on first use,
-// again after jwksTTL, and on an unknown kid at most every
-// jwksRefetchAfter (a token with an invented kid cannot make the server
-// fetch on every request). While the JWKS does not answer, the keys last
-// fetched serve for jwksStaleLimit.
+// jwksCache holds the issuer's signing keys by kid. It fetches them on
+// first use and again once they are jwksTTL old; an unknown kid fetches
+// again, but no fetch starts within jwksRefetchAfter of the last attempt,
+// whatever its outcome (an invented kid, or a JWKS that does not answer,
+// cannot make the server fetch on every request). While the JWKS does not
+// answer, keys fetched less than jwksStaleLimit ago serve; older ones, or
+// none, fail closed. One fetch runs at a time, outside the lock and
+// detached from the request that started it (a caller hanging up cannot
+// fail it), and callers wait for it.
 type jwksCache struct {
 	url string
 	hc  *http.Client
 	log *slog.Logger
 	now func() time.Time
 
-	mu      sync.Mutex
-	keys    map[string]any
-	fetched time.Time // last successful fetch
-	tried   time.Time // last attempt
+	mu       sync.Mutex
+	keys     map[string]any
+	fetched  time.Time     // last successful fetch
+	tried    time.Time     // last attempt
+	fetching chan struct{} // closed when the running fetch ends; nil when none runs
 }
+
+// errKeysUnreadable is the error of a lookup without usable keys.
+var errKeysUnreadable = errors.New("the authorization server's signing keys cannot be read")
 
 // key returns the key of kid (nil: none such), or an error when the JWKS
 // cannot be read and no usable copy is held.
 func (c *jwksCache) key(ctx context.Context, kid string) (any, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	fresh := c.keys != nil && now.Sub(c.fetched) < jwksTTL
-	if k, ok := c.keys[kid]; ok && fresh {
-		return k, nil
-	}
-	if fresh && now.Sub(c.tried) < jwksRefetchAfter {
-		return nil, nil // an unknown kid, asked again too soon
-	}
-	if !fresh && c.keys != nil && now.Sub(c.tried) < jwksRefetchAfter {
-		return c.keys[kid], nil // the JWKS failed moments ago: the stale copy
-	}
-	c.tried = now
-	keys, err := c.fetch(ctx)
-	if err != nil {
-		c.log.Warn("oauth: the issuer's JWKS cannot be read", "err", err)
-		if c.keys != nil && now.Sub(c.fetched) < jwksStaleLimit {
-			return c.keys[kid], nil
+	for {
+		c.mu.Lock()
+		now := c.now()
+		if k, ok := c.keys[kid]; ok && now.Sub(c.fetched) < jwksTTL {
+			c.mu.Unlock()
+			return k, nil
 		}
-		return nil, errors.New("the authorization server's signing keys cannot be read")
+		if wait := c.fetching; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if !c.tried.IsZero() && now.Sub(c.tried) < jwksRefetchAfter {
+			defer c.mu.Unlock()
+			if c.keys != nil && now.Sub(c.fetched) < jwksStaleLimit {
+				return c.keys[kid], nil // nil: a kid the set does not have
+			}
+			return nil, errKeysUnreadable
+		}
+		c.tried = now
+		done := make(chan struct{})
+		c.fetching = done
+		c.mu.Unlock()
+
+		keys, err := c.fetch(context.WithoutCancel(ctx))
+		c.mu.Lock()
+		if err != nil {
+			c.log.Warn("oauth: the issuer's JWKS cannot be read", "err", err)
+		} else {
+			c.keys, c.fetched = keys, c.now()
+		}
+		c.fetching = nil
+		close(done)
+		c.mu.Unlock()
 	}
-	c.keys, c.fetched = keys, now
-	return keys[kid], nil
 }
 
 // jwk is one key of a JWKS (RFC 7517): the members we read.

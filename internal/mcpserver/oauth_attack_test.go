@@ -489,10 +489,10 @@ func TestAttackOAuth_NoAccessTokenInLogsOrAnswers(t *testing.T) {
 			}
 		}
 	}
-	for where, text := range map[string]string{"logs": logs.String(), "answers": answers.String()} {
-		if strings.Contains(text, connectorID) || strings.Contains(text, "some-dcr-client") {
-			t.Errorf("a token's client_id appears in the %s", where)
-		}
+	// A validly signed token's OAuth client id is no secret: the log names
+	// an unbound one (the id a seller would bind), the answers never do.
+	if text := answers.String(); strings.Contains(text, connectorID) || strings.Contains(text, "some-dcr-client") {
+		t.Errorf("a token's client_id appears in the answers")
 	}
 	// The events record the call, never the token.
 	for _, ev := range e.allEvents() {
