@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -93,22 +92,36 @@ func (c Connector) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]string{"oauth_client_id": c.ClientID})
 }
 
-// OAuthClientIDRE is the shape of an OAuth client id a client may be bound
-// to: printable ASCII without spaces, at most 255 bytes (Supabase's are
-// UUIDs; other authorization servers use other forms).
-var OAuthClientIDRE = regexp.MustCompile(`^[!-~]{1,255}$`)
+// The connector binding's rules (client register --oauth), as regular
+// expressions both Go (RE2) and PostgreSQL read alike: the live SQL holds
+// the same text (live TestOAuth_BindingPatternsAreTheDomains) and the
+// same verdicts (TestOAuth_BindingRuleIsTheSameInGoAndSQL).
+const (
+	// OAuthClientIDPattern: the OAuth client id a client is bound to,
+	// printable ASCII without spaces, at most 255 bytes (Supabase's are
+	// UUIDs; other authorization servers use other forms).
+	OAuthClientIDPattern = `^[!-~]{1,255}$`
+	// OAuthResourcePattern: the resource a connector's tokens must name,
+	// this server's MCP endpoint: https (http only on a loopback host), a
+	// host of letters, digits, dots and hyphens (or a bracketed IPv6
+	// address), a numeric port, a path of URI characters and
+	// percent-escapes, no credentials, query or fragment.
+	OAuthResourcePattern = `^(https://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127\.0\.0\.1|\[::1\]))(:[0-9]{1,5})?(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?$`
+	// MaxOAuthResourceBytes bounds the resource.
+	MaxOAuthResourceBytes = 2048
+)
+
+// OAuthClientIDRE is OAuthClientIDPattern compiled.
+var (
+	OAuthClientIDRE = regexp.MustCompile(OAuthClientIDPattern)
+	oauthResourceRE = regexp.MustCompile(OAuthResourcePattern)
+)
 
 // CheckOAuthResource checks the resource URL a connector's tokens must name
-// (this server's MCP endpoint): absolute https (http only on loopback), no
-// credentials, query or fragment, at most 2,048 bytes.
+// (OAuthResourcePattern, at most MaxOAuthResourceBytes).
 func CheckOAuthResource(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || len(s) > 2048 || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, " \t\n\r") {
-		return Invalid("oauth_resource", "the server's MCP endpoint URL (https://host/mcp), without credentials, query or fragment")
-	}
-	h := u.Hostname()
-	if u.Scheme != "https" && !(u.Scheme == "http" && (h == "localhost" || h == "127.0.0.1" || h == "::1")) {
-		return Invalid("oauth_resource", "https (http only on loopback)")
+	if len(s) > MaxOAuthResourceBytes || !oauthResourceRE.MatchString(s) {
+		return Invalid("oauth_resource", "the server's MCP endpoint URL (https://host/mcp; http only on loopback), without credentials, query or fragment")
 	}
 	return nil
 }

@@ -128,6 +128,9 @@ func (g *Gate) VisibleTools(ctx context.Context, credential string) []*catalog.T
 // VisibleToolsOf is VisibleTools of a call's caller: the connector when
 // there is one, else the credential.
 func (g *Gate) VisibleToolsOf(ctx context.Context, credential string, conn *domain.Connector) []*catalog.Tool {
+	if conn == nil && credential != "" && credential != domain.PublicCredential && !domain.WellFormedToken(credential) {
+		return nil // malformed: never looked up, as in a call's first step
+	}
 	p, err := g.resolve(ctx, credential, conn)
 	if err != nil {
 		return nil

@@ -200,6 +200,15 @@ func TestOAuth_BindingRuleIsTheSameInGoAndSQL(t *testing.T) {
 		{"abc", "ftp://mcp.example.com/mcp"},
 		{"abc", "https:///mcp"},
 		{"abc", "https://mcp.example.com/" + strings.Repeat("p", 2100)},
+		{"abc", "HTTPS://mcp.example.com/mcp"},
+		{"abc", "https://mcp.example.com/%zz"},
+		{"abc", "https://mcp.example.com/a%2Fb"},
+		{"abc", "https://mcp.example.com:abc/mcp"},
+		{"abc", "https://[::1/mcp"},
+		{"abc", "https://[2001:db8::1]:8443/mcp"},
+		{"abc", "https://mcp.example.com/m\u202ecp"},
+		{"abc", "https://mcp.example.com/m\u200bcp"},
+		{"abc", "https://mcp.exam\u00a0ple.com/mcp"},
 	} {
 		in := domain.NewClient{TenantID: fixtures.DemoTenantID, ActorID: fixtures.CatalogerUserID, Name: "binding", ClientType: "chatgpt",
 			Groups: []string{"tenant_read"}, OAuthClientID: b.id, OAuthResource: b.res}
@@ -216,5 +225,26 @@ func TestOAuth_BindingRuleIsTheSameInGoAndSQL(t *testing.T) {
 		if (goErr == nil) != (st == http.StatusOK) {
 			t.Errorf("%q %q: Go %v, SQL HTTP %d %v", b.id, b.res, goErr, st, out)
 		}
+	}
+}
+
+// The binding's patterns in SQL are domain's, text for text: the column
+// check holds OAuthClientIDPattern, oauth_resource_ok OAuthResourcePattern
+// and MaxOAuthResourceBytes.
+func TestOAuth_BindingPatternsAreTheDomains(t *testing.T) {
+	env := pgtest.Need(t)
+	conn := superConn(t, env)
+	var fn, check string
+	if err := conn.QueryRow(ctx, `SELECT pg_get_functiondef('trovesnap.oauth_resource_ok(text)'::regprocedure),
+		(SELECT string_agg(pg_get_constraintdef(c.oid), ' ') FROM pg_constraint c
+		 WHERE c.conrelid = 'trovesnap.mcp_clients'::regclass AND pg_get_constraintdef(c.oid) LIKE '%oauth_client_id ~%')`).Scan(&fn, &check); err != nil {
+		t.Fatal(err)
+	}
+	sqlLit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	if !strings.Contains(fn, "p_url ~ "+sqlLit(domain.OAuthResourcePattern)) || !strings.Contains(fn, fmt.Sprintf("octet_length(p_url) <= %d", domain.MaxOAuthResourceBytes)) {
+		t.Errorf("oauth_resource_ok is not domain.OAuthResourcePattern:\n%s", fn)
+	}
+	if !strings.Contains(check, sqlLit(domain.OAuthClientIDPattern)) {
+		t.Errorf("the oauth_client_id check is not domain.OAuthClientIDPattern: %s", check)
 	}
 }

@@ -37,14 +37,13 @@ ALTER TABLE trovesnap.mcp_clients
     ADD CONSTRAINT mcp_clients_oauth_both CHECK ((oauth_client_id IS NULL) = (oauth_resource IS NULL));
 
 -- oauth_resource_ok: a connector's resource as domain.CheckOAuthResource
--- takes it: an absolute https URL (http only on a loopback host), without
--- credentials, query, fragment or white space, at most 2,048 bytes.
+-- takes it: domain.OAuthResourcePattern (the same text), at most
+-- domain.MaxOAuthResourceBytes.
 CREATE FUNCTION trovesnap.oauth_resource_ok(p_url text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
     AS $$
         SELECT p_url IS NOT NULL AND octet_length(p_url) <= 2048
-           AND (p_url ~ '^https://[^/?#@[:space:]]+(/[^?#[:space:]]*)?$'
-             OR p_url ~ '^http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?(/[^?#[:space:]]*)?$')
+           AND p_url ~ '^(https://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127\.0\.0\.1|\[::1\]))(:[0-9]{1,5})?(/([A-Za-z0-9._~!$&''()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?$'
     $$;
 
 -- jwt_claims: the request's JWT claims (an empty object when none).
