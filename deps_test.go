@@ -21,6 +21,7 @@ const module = "github.com/triunalabs/trovesnap/"
 // must be placed in it deliberately.
 var allowedImports = map[string][]string{
 	"cmd/trovesnap":                {"internal/cli"},
+	"bench/floor":                  {}, // bench-only: the floor server the benchmark suite measures against (scripts/bench)
 	"internal/cli":                 {"*"},
 	"internal/config":              {},
 	"internal/domain":              {},
