@@ -126,10 +126,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: create file: %w", path, err)
 	}
 
-	var err error
-	if s.w, err = sql.Open("sqlite", dsn(path, syncMode, false)); err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
+	// Connections that keep their prepared statements (stmtcache.go).
+	s.w = sql.OpenDB(newCachingConnector(dsn(path, syncMode, false)))
 	// One connection, never recycled: SQLite serialises writers anyway, and a
 	// single connection makes BEGIN IMMEDIATE the only lock we take.
 	s.w.SetMaxOpenConns(1)
@@ -152,10 +150,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, err
 	}
-	if s.r, err = sql.Open("sqlite", dsn(path, syncMode, true)); err != nil {
-		_ = s.w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
+	s.r = sql.OpenDB(newCachingConnector(dsn(path, syncMode, true)))
 	s.r.SetMaxOpenConns(readerConns)
 	s.r.SetMaxIdleConns(readerConns)
 	if err := pingWithRetry(ctx, s.r); err != nil {

@@ -94,3 +94,17 @@ func BenchmarkToolsListBytes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListSales_InMemoryClient is the audited read of issue 18's
+// table, in process (go test -cpuprofile for where its time goes).
+func BenchmarkListSales_InMemoryClient(b *testing.B) {
+	e := benchEnv(b)
+	params := &mcp.CallToolParams{Name: "trove_list_sales", Arguments: map[string]any{}}
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := e.cs.CallTool(context.Background(), params)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
