@@ -31,8 +31,15 @@
 
 SET ROLE trovesnap_owner;
 
+-- oauth_client_id_ok: an OAuth client id as domain.OAuthClientIDPattern
+-- (the same text) takes it; the column's check and seller_register_client
+-- both ask it.
+CREATE FUNCTION trovesnap.oauth_client_id_ok(p_id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT p_id IS NOT NULL AND p_id ~ '^[!-~]{1,255}$' $$;
+
 ALTER TABLE trovesnap.mcp_clients
-    ADD COLUMN oauth_client_id text UNIQUE CHECK (oauth_client_id ~ '^[!-~]{1,255}$'),
+    ADD COLUMN oauth_client_id text UNIQUE CHECK (oauth_client_id IS NULL OR trovesnap.oauth_client_id_ok(oauth_client_id)),
     ADD COLUMN oauth_resource text CHECK (octet_length(oauth_resource) <= 2048),
     ADD CONSTRAINT mcp_clients_oauth_both CHECK ((oauth_client_id IS NULL) = (oauth_resource IS NULL));
 
@@ -253,7 +260,7 @@ BEGIN
     PERFORM trovesnap.seller_client_hash(p_credential_hash);
     -- domain.ValidateNewClient's connector binding: both or neither.
     IF coalesce(p_oauth_client_id, '') <> '' OR coalesce(p_oauth_resource, '') <> '' THEN
-        IF coalesce(p_oauth_client_id, '') !~ '^[!-~]{1,255}$' THEN
+        IF NOT trovesnap.oauth_client_id_ok(p_oauth_client_id) THEN
             PERFORM trovesnap.fail('invalid_input:oauth_client_id',
                 'the OAuth client id of the connector: printable ASCII without spaces, at most 255 bytes');
         END IF;
@@ -364,7 +371,7 @@ BEGIN
 END
 $$;
 
-SELECT trovesnap.revoke_execute(ARRAY['oauth_resource_ok', 'jwt_claims', 'aud_names', 'connector_credential_hash',
+SELECT trovesnap.revoke_execute(ARRAY['oauth_resource_ok', 'oauth_client_id_ok', 'jwt_claims', 'aud_names', 'connector_credential_hash',
     'request_credential_hash', 'begin_rpc', 'seller_user', 'seller_client_json', 'trovesnap_access_token_hook',
     'seller_register_client', 'seller_rotate_client_credential']);
 SELECT trovesnap.grant_execute('authenticated', ARRAY['trovesnap.jwt_tenants()',
