@@ -25,6 +25,10 @@ type stdioServer struct {
 	mu    sync.Mutex
 	bad   string // the first stdout line that was not one JSON-RPC object
 	seq   int
+	// early holds the answers read while awaiting another id: the server
+	// answers concurrent requests in any order (a tools/list may be
+	// answered before the ping sent ahead of it).
+	early map[string]map[string]json.RawMessage
 }
 
 func startStdio(tb testing.TB) *stdioServer {
@@ -93,10 +97,15 @@ func (s *stdioServer) send(tb testing.TB, lines ...string) {
 	}
 }
 
-// await returns the message answering id (raw JSON), skipping the others.
-// The deadline is a hang guard, not a timing check.
+// await returns the message answering id (raw JSON), keeping the answers
+// to other ids for their own await and skipping notifications. The
+// deadline is a hang guard, not a timing check.
 func (s *stdioServer) await(tb testing.TB, id string) map[string]json.RawMessage {
 	tb.Helper()
+	if m, ok := s.early[id]; ok {
+		delete(s.early, id)
+		return m
+	}
 	deadline := time.After(2 * time.Minute)
 	for {
 		select {
@@ -112,11 +121,16 @@ func (s *stdioServer) await(tb testing.TB, id string) map[string]json.RawMessage
 			}
 			var m map[string]json.RawMessage
 			_ = json.Unmarshal([]byte(line), &m)
-			if string(m["id"]) == id {
-				if _, isReq := m["method"]; !isReq {
-					return m
-				}
+			if _, isReq := m["method"]; isReq || m["id"] == nil {
+				continue
 			}
+			if string(m["id"]) == id {
+				return m
+			}
+			if s.early == nil {
+				s.early = map[string]map[string]json.RawMessage{}
+			}
+			s.early[string(m["id"])] = m
 		case <-deadline:
 			tb.Fatalf("no answer to %s", id)
 		}
