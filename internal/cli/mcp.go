@@ -183,10 +183,12 @@ func (f *Factory) openBackend(ctx context.Context, db string, logger *slog.Logge
 	return &backendConn{cfg: cfg, st: st, backend: backend, close: func() { stopLive(); _ = st.Close() }}, nil
 }
 
-// newGate builds the gate over conn; tel may be nil (no telemetry).
+// newGate builds the gate over conn; tel may be nil (no telemetry). The
+// providers are given only when an exporter is configured: without them
+// the gate builds no span, attribute or metric for a call.
 func (f *Factory) newGate(conn *backendConn, logger *slog.Logger, tel *audit.Providers) *gate.Gate {
 	o := gate.Options{Backend: conn.backend, Mode: conn.cfg.Mode, Clock: f.Clock, IDs: f.IDs, ServerVersion: buildinfo.Version, Logger: logger}
-	if tel != nil {
+	if tel != nil && tel.Enabled {
 		o.TracerProvider, o.MeterProvider = tel.Tracer, tel.Meter
 	}
 	return gate.New(o)

@@ -21,23 +21,29 @@ import (
 
 // telemetry is the gate's OpenTelemetry plumbing (§37): one
 // trovesnap.mcp.tool_call span per call, one child span per gate step, and
-// the §37 instruments recorded from the call's final plugin_event. With the
-// default no-op providers every call here is a few nil-checks.
+// the §37 instruments recorded from the call's final plugin_event. Without
+// a provider nothing is built: no span, no attribute, no metric facts (a
+// caller's trace context is still read, so its event records the trace).
 type telemetry struct {
 	tracer  trace.Tracer
 	metrics *audit.Metrics
+	tracing bool // a TracerProvider was given
+	metered bool // a MeterProvider was given
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger) *telemetry {
+	tracing := tp != nil
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
+	metered := mp != nil
 	m, err := audit.NewMetrics(mp)
 	if err != nil {
 		log.Error("telemetry instruments unavailable; metrics off", "err", err)
 		m, _ = audit.NewMetrics(nil)
+		metered = false
 	}
-	return &telemetry{tracer: tp.Tracer(audit.InstrumentationName), metrics: m}
+	return &telemetry{tracer: tp.Tracer(audit.InstrumentationName), metrics: m, tracing: tracing, metered: metered}
 }
 
 // callSpans is one call's span tree, carried in the call's context so that
@@ -66,6 +72,9 @@ func (t *telemetry) startCall(ctx context.Context, c Call, serverRequestID, even
 	}
 	if len(carrier) > 0 {
 		ctx = propagator.Extract(ctx, carrier)
+	}
+	if !t.tracing {
+		return ctx
 	}
 	tool := "unknown" // the requested name is caller text until the catalog knows it
 	if _, ok := catalog.Lookup(c.Tool); ok {
@@ -140,6 +149,9 @@ func step(ctx context.Context, name string, attrs ...attribute.KeyValue) context
 // final event (outcome, codes, impact) and envelope status.
 func (t *telemetry) finish(ctx context.Context, ev domain.Event, env *Envelope, started time.Time) {
 	cs, _ := ctx.Value(callSpansKey{}).(*callSpans)
+	if cs == nil && !t.metered {
+		return
+	}
 	latency := ms(time.Since(started))
 	tool, known := catalog.Lookup(ev.Tool.Name)
 	facts := audit.CallFacts{
@@ -157,7 +169,9 @@ func (t *telemetry) finish(ctx context.Context, ev domain.Event, env *Envelope, 
 		notify, _ := domain.ActionOf(domain.ActionBuyerNotify)
 		facts.NotificationProposal = tool.Name == notify.ProposalTool
 	}
-	t.metrics.Record(ctx, facts)
+	if t.metered {
+		t.metrics.Record(ctx, facts)
+	}
 	if cs == nil {
 		return
 	}
