@@ -96,11 +96,16 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s output schema: %v", d.Name, err))
 	}
+	inJSON, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
+	}
 	t := Tool{
 		Definition:       d,
 		InputSchema:      in,
 		OutputSchema:     out,
-		InputSchemaHash:  schemaHash(in),
+		InputSchemaJSON:  inJSON,
+		InputSchemaHash:  jsonHash(inJSON),
 		OutputSchemaHash: schemaHash(out),
 	}
 	limit := d.argumentLimit()
@@ -137,6 +142,11 @@ func schemaHash(s *jsonschema.Schema) string {
 	if err != nil {
 		panic(err)
 	}
+	return jsonHash(b)
+}
+
+// jsonHash is the canonical hash of an encoded schema.
+func jsonHash(b []byte) string {
 	c, err := domain.CanonicalJSON(b)
 	if err != nil {
 		panic(err)

@@ -144,8 +144,12 @@ type Warning struct {
 // Tool is a catalog entry: its definition, schemas and handler.
 type Tool struct {
 	Definition
-	InputSchema      *jsonschema.Schema
-	OutputSchema     *jsonschema.Schema
+	InputSchema  *jsonschema.Schema
+	OutputSchema *jsonschema.Schema
+	// InputSchemaJSON is InputSchema encoded once, as tools/list sends it
+	// (encoding a schema costs more than anything else a server does at
+	// start-up, and a tools/list answer encoded every schema again).
+	InputSchemaJSON  json.RawMessage
 	InputSchemaHash  string
 	OutputSchemaHash string
 

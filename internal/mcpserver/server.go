@@ -192,7 +192,7 @@ func DescribeTool(t *catalog.Tool, mode domain.Mode, withOutput bool) *mcp.Tool 
 		Name:        t.Name,
 		Title:       t.Title,
 		Description: desc,
-		InputSchema: t.InputSchema,
+		InputSchema: t.InputSchemaJSON, // encoded once by the catalog
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Title,
 			ReadOnlyHint:    h.ReadOnly,
