@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -41,10 +42,10 @@ func (s *Store) ResolvePrincipal(ctx context.Context, credential string) (domain
 		return domain.Anonymous(), nil
 	}
 	if credential == "" {
-		return s.resolveClient(ctx, "WHERE demo = 1", "", "store: mock mode has no demo client")
+		return s.resolveClient(ctx, "WHERE c.demo = 1", "", "store: mock mode has no demo client")
 	}
 	want := CredentialHash(credential)
-	return s.resolveClient(ctx, "WHERE credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
+	return s.resolveClient(ctx, "WHERE c.credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
 }
 
 // ResolveConnector turns a verified OAuth caller into the principal of the
@@ -66,12 +67,14 @@ func (s *Store) ResolveConnector(ctx context.Context, c domain.Connector) (domai
 		return domain.Principal{}, s.dbErr("resolve connector", err)
 	}
 	want := strings.TrimPrefix(hash.String, credentialHashPrefix)
-	return s.resolveClient(ctx, "WHERE credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
+	return s.resolveClient(ctx, "WHERE c.credential_hash IN (?, ?)", want, "store: unknown credential", want, credentialHashPrefix+want)
 }
 
 // resolveClient reads the client the where clause finds (want: the
 // credential hash it must hold, "" for the demo client) and the principal
-// it acts as.
+// it acts as: the client, its actor's membership in its tenant and, for a
+// sale-scoped membership, the assigned sales — one statement, so one
+// snapshot of them.
 func (s *Store) resolveClient(ctx context.Context, where, want, notFound string, args ...any) (domain.Principal, error) {
 	var (
 		p        domain.Principal
@@ -80,9 +83,17 @@ func (s *Store) resolveClient(ctx context.Context, where, want, notFound string,
 		tenantID string
 		actorID  string
 		status   string
+		mID      sql.NullString
+		mRole    sql.NullString
+		scoped   sql.NullInt64
+		sales    sql.NullString
 	)
-	const cols = `SELECT id, name, client_type, status, allowed_tool_groups, actor_id, tenant_id, credential_hash FROM mcp_clients `
-	err := s.r.QueryRowContext(ctx, cols+where, args...).Scan(&p.Client.ID, &p.Client.Name, &p.Client.Type, &status, &groups, &actorID, &tenantID, &stored)
+	const cols = `SELECT c.id, c.name, c.client_type, c.status, c.allowed_tool_groups, c.actor_id, c.tenant_id, c.credential_hash,
+		m.id, m.role, m.sale_scoped,
+		CASE WHEN m.sale_scoped THEN (SELECT json_group_array(ms.sale_id) FROM membership_sales ms WHERE ms.membership_id = m.id) END
+		FROM mcp_clients c LEFT JOIN memberships m ON m.tenant_id = c.tenant_id AND m.user_id = c.actor_id `
+	err := s.r.QueryRowContext(ctx, cols+where, args...).Scan(&p.Client.ID, &p.Client.Name, &p.Client.Type, &status, &groups, &actorID,
+		&tenantID, &stored, &mID, &mRole, &scoped, &sales)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Principal{}, fmt.Errorf("%s: %w", notFound, domain.ErrClientNotRegistered)
 	}
@@ -110,22 +121,22 @@ func (s *Store) resolveClient(ctx context.Context, where, want, notFound string,
 	if p.AllowedToolGroups == nil {
 		p.AllowedToolGroups = []string{}
 	}
-	err = s.r.QueryRowContext(ctx, "SELECT id, role FROM memberships WHERE tenant_id = ? AND user_id = ?", tenantID, actorID).
-		Scan(&p.MembershipID, &p.Role)
-	if errors.Is(err, sql.ErrNoRows) {
+	if !mID.Valid {
 		// A client acts for a member of its tenant; without one it can act
 		// for nobody, which is the same as not being registered.
 		return domain.Principal{}, fmt.Errorf("store: client %s: actor has no membership in its tenant: %w", p.Client.ID, domain.ErrClientNotRegistered)
 	}
-	if err != nil {
-		return domain.Principal{}, s.dbErr("resolve principal: membership", err)
-	}
+	p.MembershipID, p.Role = mID.String, mRole.String
 	p.ClientStatus = status
 	p.ActorID = actorID
 	p.ActorType = "seller"
 	p.TenantID = tenantID
-	if err := s.loadSaleScope(ctx, s.r, &p); err != nil {
-		return domain.Principal{}, err
+	if scoped.Int64 != 0 {
+		p.SaleScoped, p.AssignedSaleIDs = true, []string{}
+		if err := json.Unmarshal([]byte(sales.String), &p.AssignedSaleIDs); err != nil {
+			return domain.Principal{}, s.dbErr("resolve principal: assigned sales", err)
+		}
+		slices.Sort(p.AssignedSaleIDs)
 	}
 	return p, nil
 }
