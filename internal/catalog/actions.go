@@ -31,7 +31,7 @@ var controlledActions = []func() Tool{
 // ExecuteProposalInput is the input of every controlled action.
 type ExecuteProposalInput struct {
 	WriteCommon
-	ProposalID string `json:"proposal_id" jsonschema:"the approved proposal to execute; the server finds its approval, the client never supplies one" ts:"id=proposal"`
+	ProposalID string `json:"proposal_id" jsonschema:"the approved proposal to execute" ts:"id=proposal"`
 }
 
 // TargetOutcome is what execution did to one target.
@@ -62,8 +62,10 @@ func actionDefinition(name, title, description string, risk Risk, impact domain.
 	}
 }
 
-// actionFooter ends every controlled action's description.
-const actionFooter = " Input is only proposal_id and idempotency_key: approval is never an argument. Fails with approval_required, approval_expired, proposal_changed or stale_target_version rather than acting on anything the seller did not approve. In mock mode it only simulates. A retry with the same idempotency_key returns the original result."
+// actionFooter ends every controlled action's description. What every
+// controlled action shares besides (the codes it fails with, simulation in
+// mock mode, retries) is said once, in the server's instructions.
+const actionFooter = " Input is only proposal_id: approval is never an argument."
 
 // action gives a controlled action its handler: ONE Backend call running the
 // proposal's domain function under the authority the gate's approval step
@@ -80,72 +82,72 @@ func action(d Definition) Tool {
 
 func executeCandidatePromotion() Tool {
 	return action(actionDefinition("trove_execute_candidate_promotion", "Promote a candidate",
-		"Execute an approved candidate-promotion proposal: calls promote_inventory_candidate, which creates one canonical draft item with provenance back to the candidate, import run and source record. Requires a proposal from trove_propose_candidate_promotion approved by the seller or a seller-configured policy. Does not publish or price the item."+actionFooter,
+		"Execute an approved candidate-promotion proposal: promote_inventory_candidate creates one canonical draft item with provenance. Requires a proposal from trove_propose_candidate_promotion approved by the seller or a seller policy. Does not publish or price the item."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func publishItem() Tool {
 	return action(actionDefinition("trove_publish_item", "Publish an item",
-		"Execute an approved item-publication proposal: calls publish_item, making the item public on its TroveSnap sale page with its public fields and approved photos only. Requires a proposal from trove_propose_item_publication explicitly approved by the seller. Never lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+actionFooter,
+		"Execute an approved item-publication proposal: publish_item makes the item public on its sale page with its public fields and approved photos only. Requires a proposal from trove_propose_item_publication explicitly approved by the seller."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func publishSale() Tool {
 	return action(actionDefinition("trove_publish_sale", "Publish a sale",
-		"Execute an approved sale-publication proposal: calls publish_sale, making the sale visible on the public marketplace under its address-reveal policy. Requires a proposal from trove_propose_sale_publication explicitly approved by the seller. Never reveals the street address early and never notifies buyers."+actionFooter,
+		"Execute an approved sale-publication proposal: publish_sale makes the sale visible on the marketplace under its address-reveal policy. Requires a proposal from trove_propose_sale_publication explicitly approved by the seller. Notifies nobody."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "publication", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func updateItemStatus() Tool {
 	return action(actionDefinition("trove_update_item_status", "Update an item's status",
-		"Execute an approved status-transition proposal: calls append_inventory_status_event (approve_status_import when the proposal reviews an imported status), which rejects invalid transitions. Requires a proposal from trove_propose_status_transition approved by the seller or a seller-configured policy. Records the item lifecycle only: never marks payment settled or invents a sale price."+actionFooter,
+		"Execute an approved status-transition proposal through append_inventory_status_event, which rejects invalid transitions. Requires a proposal from trove_propose_status_transition approved by the seller or a seller policy. Records the lifecycle only, never payment."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func applyBulkItemUpdate() Tool {
 	return action(actionDefinition("trove_apply_bulk_item_update", "Apply a bulk item update",
-		"Execute an approved bulk-update proposal: applies exactly its field changes to exactly its frozen targets (prices through update_item_price), stopping on or reporting per-item version conflicts and enforcing field-level permissions. Requires a proposal from trove_propose_bulk_item_update approved by the seller or a seller-configured policy. Never adds targets and never changes status."+actionFooter,
+		"Execute an approved bulk-update proposal: exactly its field changes on exactly its frozen items, reporting per-item version conflicts. Requires a proposal from trove_propose_bulk_item_update approved by the seller or a seller policy. Never changes status."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func notifyMatchedBuyers() Tool {
 	return action(actionDefinition("trove_notify_matched_buyers", "Notify matched buyers",
-		"Execute an approved buyer-notification proposal: the notification service resolves the matched buyers itself and sends the approved message on the approved channels, within rate limits and opt-outs. Requires a proposal from trove_propose_buyer_notification explicitly approved by the seller. Never returns buyer identities. In live mode the request is queued for the delivery worker (outcome queued): nothing is claimed sent."+actionFooter,
+		"Execute an approved buyer-notification proposal: the notification service sends the approved message to the matched buyers, within rate limits and opt-outs (live mode queues it). Requires a proposal from trove_propose_buyer_notification explicitly approved by the seller. Never returns buyer identities."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "notification", Material: true}))
 }
 
 func bindItemIdentity() Tool {
 	return action(actionDefinition("trove_bind_item_identity", "Bind a QR tag",
-		"Execute an approved identity-binding proposal: calls bind_item_identity, attaching the printed QR tag to the item so checkout can scan it. Requires a proposal from trove_propose_identity_binding (action bind) approved by the seller or a seller-configured policy."+actionFooter,
+		"Execute an approved identity-binding proposal: bind_item_identity attaches the printed QR tag to the item. Requires a proposal from trove_propose_identity_binding (action bind) approved by the seller or a seller policy."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func releaseItemIdentity() Tool {
 	return action(actionDefinition("trove_release_item_identity", "Release a QR tag",
-		"Execute an approved identity-release proposal: calls release_item_identity, detaching the QR tag from the item (including from sold or pending-pickup items, which is why it is high impact). Requires a proposal from trove_propose_identity_binding (action release) explicitly approved by the seller."+actionFooter,
+		"Execute an approved identity-release proposal: release_item_identity detaches the QR tag from the item, even a sold one. Requires a proposal from trove_propose_identity_binding (action release) explicitly approved by the seller."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func applyDispositionAction() Tool {
 	return action(actionDefinition("trove_apply_disposition_action", "Apply a disposition",
-		"Execute an approved disposition proposal: calls apply_disposition_action to donate, consign, haul away, return to family or accept the buy-out offer for exactly the proposal's items; this cannot be undone. Requires a proposal from trove_propose_disposition_action explicitly approved by the seller."+actionFooter,
+		"Execute an approved disposition proposal: donate, consign, haul away, return to family or accept the buy-out for exactly its items; this cannot be undone. Requires a proposal from trove_propose_disposition_action explicitly approved by the seller."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true}))
 }
 
 func deliverExport() Tool {
 	return action(actionDefinition("trove_deliver_export", "Deliver an export",
-		"Execute an approved export-delivery proposal: hands the staged snapshot to the channel-specific approved export function (eBay, Facebook Marketplace, Etsy, CSV file), which may make listings public outside TroveSnap. Requires a proposal from trove_propose_export_delivery explicitly approved by the seller. Never delivers items changed since staging. In live mode the delivery is queued for the export worker (outcome queued): nothing is claimed delivered."+actionFooter,
+		"Execute an approved export-delivery proposal: hands the staged snapshot to the channel's export function, which may list items outside TroveSnap (live mode queues it). Requires a proposal from trove_propose_export_delivery explicitly approved by the seller. Never delivers items changed since staging."+actionFooter,
 		RiskHighImpact, domain.EventImpact{Type: "external_delivery", Material: true, PublicStateChanged: true}))
 }
 
 func archiveItem() Tool {
 	return action(actionDefinition("trove_archive_item", "Archive an item",
-		"Execute an approved archive proposal: calls append_inventory_status_event to move the item to archived, removing it from public view; archiving replaces deletion, and the item and its history are kept. Requires a proposal from trove_propose_status_transition (to_status archived) explicitly approved by the seller."+actionFooter,
+		"Execute an approved archive proposal: the item moves to archived, out of public view; it and its history are kept. Requires a proposal from trove_propose_status_transition (to_status archived) explicitly approved by the seller."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }
 
 func recordCheckoutScan() Tool {
 	return action(actionDefinition(domain.CheckoutScanTool, "Record a checkout scan",
-		"Execute an approved checkout-scan proposal: calls record_checkout_scan, which moves the item along the lifecycle (hold → on_hold, sold_pending_pickup → pending_pickup, picked_up → sold), appends its status event with source checkout_scan and records the scan. Requires a proposal from trove_propose_checkout_scan approved by the seller, or, for a hold only, a seller-configured bounded policy. Never records a payment, an amount or a sale price."+actionFooter,
+		"Execute an approved checkout-scan proposal: record_checkout_scan moves the item (hold → on_hold, sold_pending_pickup → pending_pickup, picked_up → sold) and records the scan. Requires a proposal from trove_propose_checkout_scan approved by the seller, or for a hold a seller policy. Never records a payment."+actionFooter,
 		RiskControlledWrite, domain.EventImpact{Type: "canonical_change", Material: true, CanonicalStateChanged: true, PublicStateChanged: true}))
 }

@@ -44,7 +44,7 @@ type CreateCandidateInput struct {
 func createCandidate() Tool {
 	return define(Definition{
 		Name: "trove_create_candidate", Version: "1.0.0", Title: "Create inventory candidate",
-		Description: "Create an inventory candidate for seller review (never a canonical item). Runs the P5 chain: source descriptor, import run, source record, candidate. Requires idempotency_key: retrying with the same key and input returns the original result.",
+		Description: "Create an inventory candidate for seller review (never a canonical item): a source descriptor, import run, source record and candidate in one chain.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "ingestion", Operation: "create_inventory_candidate"},
@@ -145,16 +145,16 @@ func mediaEffects(r domain.CandidateMediaCreated, out domain.WriteOutcome) Effec
 type AttachCandidatePhotoInput struct {
 	WriteCommon
 	CandidateID string `json:"candidate_id" jsonschema:"the candidate the photo documents" ts:"id=candidate"`
-	ImageBase64 string `json:"image_base64,omitempty" jsonschema:"the image file's bytes, base64 (a data:image/...;base64, URL is fine; at most 8 MiB decoded). Never a file path or a URL: the server reads no client files and fetches nothing. Give exactly one of image_base64 or asset_id" ts:"max=11184812"`
-	AssetID     string `json:"asset_id,omitempty" jsonschema:"a durable source asset already stored in TroveSnap (asset_id of an earlier upload); give exactly one of image_base64 or asset_id" ts:"id=asset"`
-	MimeType    string `json:"mime_type,omitempty" jsonschema:"a hint; the server checks the bytes and refuses a hint that disagrees" ts:"enum=image/jpeg|image/png|image/gif|image/webp|image/heic"`
+	ImageBase64 string `json:"image_base64,omitempty" jsonschema:"the image's bytes, base64 or a data: URL (at most 8 MiB decoded), never a path or link; or give asset_id" ts:"max=11184812"`
+	AssetID     string `json:"asset_id,omitempty" jsonschema:"an asset already stored in TroveSnap, instead of image_base64" ts:"id=asset"`
+	MimeType    string `json:"mime_type,omitempty" jsonschema:"a hint, checked against the bytes" ts:"enum=image/jpeg|image/png|image/gif|image/webp|image/heic"`
 	Caption     string `json:"caption,omitempty" jsonschema:"what the photo shows, as observed" ts:"max=200"`
 }
 
 func attachCandidatePhoto() Tool {
 	return define(Definition{
 		Name: "trove_attach_candidate_photo", Version: "1.0.0", Title: "Attach a photo to a candidate",
-		Description: "Attach a photo to an inventory candidate awaiting review, as private source media: either the image bytes (base64, at most 8 MiB; JPEG, PNG or GIF) or a durable source asset already in TroveSnap. Never attaches anything to a canonical item, never publishes, and never reads a local path or fetches a URL (a path, file: URL or share link is refused with the reason). The server sniffs the type from the bytes, decodes the image, bounds its pixels and deduplicates by content hash. Requires idempotency_key.",
+		Description: "Attach a photo to a candidate awaiting review, as private source media: image bytes (base64, at most 8 MiB; JPEG, PNG, GIF) or a stored asset. Never touches an item or publishes. A path or URL is refused: the server reads no client files and fetches nothing.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain:           DomainMapping{Service: "ingestion", Operation: "attach_candidate_media"},
@@ -192,8 +192,8 @@ type RunManualImportInput struct {
 	WriteCommon
 	SaleID          string            `json:"sale_id" jsonschema:"the sale every row belongs to" ts:"id=sale"`
 	SourceLabel     string            `json:"source_label,omitempty" jsonschema:"where the rows came from, e.g. garage walk-through notes" ts:"max=200"`
-	Rows            []ManualImportRow `json:"rows" jsonschema:"1 to 500 rows; each becomes one source record and one candidate" ts:"minitems=1,maxitems=500"`
-	SkipInvalidRows bool              `json:"skip_invalid_rows,omitempty" jsonschema:"import the valid rows and report the invalid ones (default false: any invalid row fails the whole call and nothing is written)"`
+	Rows            []ManualImportRow `json:"rows" jsonschema:"each row becomes a source record and a candidate" ts:"minitems=1,maxitems=500"`
+	SkipInvalidRows bool              `json:"skip_invalid_rows,omitempty" jsonschema:"import the valid rows and report the others (default false: nothing is written)"`
 }
 
 // ImportResult is the data of the tools that create an import run. It lists
@@ -288,7 +288,7 @@ func importProgress(env Env, what string) func(done, total int) {
 func runManualImport() Tool {
 	return define(Definition{
 		Name: "trove_run_manual_import", Version: "1.0.0", Title: "Run a manual import",
-		Description: "Import up to 500 observed items for one sale in one run: one import run, a source record per row and a candidate per row, all for seller review. Never creates or changes canonical items. Any invalid row fails the whole call and nothing is written (fix it and retry with the same key), unless skip_invalid_rows, which imports the valid rows and reports the rest. Text is kept as data. Requires idempotency_key: a retry returns the original run.",
+		Description: "Import up to 500 observed items for one sale in one run: a source record and a candidate per row, for seller review. An invalid row fails the whole call unless skip_invalid_rows. Never creates or changes items.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "ingestion", Operation: "run_manual_import"},
@@ -341,7 +341,7 @@ type StatusUpdateCandidateResult struct {
 func createStatusUpdateCandidate() Tool {
 	return define(Definition{
 		Name: "trove_create_status_update_candidate", Version: "1.0.0", Title: "Report an item status for review",
-		Description: "Record a reported item status (on hold, pending pickup, sold, withdrawn) as a status_update candidate for seller review. Never changes the item's status, never records a sale price or payment: a reviewed candidate becomes a status event only through a proposal and approval. Requires idempotency_key.",
+		Description: "Record a reported item status (on hold, pending pickup, sold, withdrawn) as a status_update candidate for seller review. Changes no item and records no price or payment.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "ingestion", Operation: "create_status_update_candidate"},
@@ -372,16 +372,16 @@ func createStatusUpdateCandidate() Tool {
 type CreateMediaAttachmentCandidateInput struct {
 	WriteCommon
 	ItemID      string `json:"item_id" jsonschema:"the canonical item the media is proposed for" ts:"id=item"`
-	ImageBase64 string `json:"image_base64,omitempty" jsonschema:"the image file's bytes, base64 (a data:image/...;base64, URL is fine; at most 8 MiB decoded). Never a file path or a URL: the server reads no client files and fetches nothing. Give exactly one of image_base64 or asset_id" ts:"max=11184812"`
-	AssetID     string `json:"asset_id,omitempty" jsonschema:"a durable source asset already stored in TroveSnap (asset_id of an earlier upload); give exactly one of image_base64 or asset_id" ts:"id=asset"`
-	MimeType    string `json:"mime_type,omitempty" jsonschema:"a hint; the server checks the bytes and refuses a hint that disagrees" ts:"enum=image/jpeg|image/png|image/gif|image/webp|image/heic"`
+	ImageBase64 string `json:"image_base64,omitempty" jsonschema:"the image's bytes, base64 or a data: URL (at most 8 MiB decoded), never a path or link; or give asset_id" ts:"max=11184812"`
+	AssetID     string `json:"asset_id,omitempty" jsonschema:"an asset already stored in TroveSnap, instead of image_base64" ts:"id=asset"`
+	MimeType    string `json:"mime_type,omitempty" jsonschema:"a hint, checked against the bytes" ts:"enum=image/jpeg|image/png|image/gif|image/webp|image/heic"`
 	Caption     string `json:"caption,omitempty" jsonschema:"what the photo shows, as observed" ts:"max=200"`
 }
 
 func createMediaAttachmentCandidate() Tool {
 	return define(Definition{
 		Name: "trove_create_media_attachment_candidate", Version: "1.0.0", Title: "Propose media for an item",
-		Description: "Create an attach_media candidate proposing a photo for an existing canonical item, for seller review: either the image bytes (base64, at most 8 MiB; JPEG, PNG or GIF) or a durable source asset. The photo stays private and is never attached to the item or published by this tool (its promotion, trove_propose_candidate_promotion approved by the seller, adds it to the item as a private photo); a path, file: URL or share link is refused with the reason, as the server reads no client files and fetches nothing. Requires idempotency_key.",
+		Description: "Create an attach_media candidate proposing a photo for an existing item, for seller review: image bytes (base64, at most 8 MiB; JPEG, PNG, GIF) or a stored asset. The photo stays private. A path or URL is refused: the server reads no client files and fetches nothing.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain:           DomainMapping{Service: "ingestion", Operation: "create_media_attachment_candidate"},
@@ -406,9 +406,9 @@ type ReviewCandidateInput struct {
 	WriteCommon
 	CandidateID            string `json:"candidate_id" jsonschema:"the candidate to review" ts:"id=candidate"`
 	ExpectedVersion        int    `json:"expected_version" jsonschema:"the candidate's version as you read it" ts:"min=1,max=2147483647"`
-	Action                 string `json:"action" jsonschema:"reject (not inventory), mark_duplicate (of another candidate or of an item) or reopen (a rejected or duplicate candidate awaits review again)" ts:"enum=reject|mark_duplicate|reopen"`
-	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id,omitempty" jsonschema:"mark_duplicate only: the candidate of the same kind this one duplicates (not itself rejected or a duplicate); give exactly one of the two duplicate_of fields" ts:"id=candidate"`
-	DuplicateOfItemID      string `json:"duplicate_of_item_id,omitempty" jsonschema:"mark_duplicate only, for a new_item candidate: the canonical item it duplicates" ts:"id=item"`
+	Action                 string `json:"action" jsonschema:"reject, mark_duplicate, or reopen a rejected or duplicate candidate" ts:"enum=reject|mark_duplicate|reopen"`
+	DuplicateOfCandidateID string `json:"duplicate_of_candidate_id,omitempty" jsonschema:"mark_duplicate: the open candidate of the same kind it duplicates (or duplicate_of_item_id)" ts:"id=candidate"`
+	DuplicateOfItemID      string `json:"duplicate_of_item_id,omitempty" jsonschema:"mark_duplicate of a new_item candidate: the item it duplicates" ts:"id=item"`
 	Reason                 string `json:"reason,omitempty" jsonschema:"why, for the seller; required to reject or mark a duplicate" ts:"max=1000"`
 }
 
@@ -423,7 +423,7 @@ type ReviewCandidateResult struct {
 func reviewCandidate() Tool {
 	return define(Definition{
 		Name: "trove_review_candidate", Version: "1.0.0", Title: "Review a candidate",
-		Description: "Review an inventory candidate (§4.7: candidates are rejected, never deleted): reject one awaiting review, mark it a duplicate of another candidate or of a canonical item, or reopen a rejected or duplicate one so it awaits review again. Changes only the candidate's review state (its version moves by one, so a pending promotion of it goes stale); never creates, changes or publishes an item, and cannot undo a seller's approval or a promotion. A reopened candidate counts against the open-candidate quota again. Requires idempotency_key and the candidate's expected_version.",
+		Description: "Reject a candidate awaiting review, mark it a duplicate of another candidate or an item, or reopen a rejected or duplicate one. Changes only its review state (a pending promotion of it goes stale), never an item.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "ingestion", Operation: "review_inventory_candidate"},

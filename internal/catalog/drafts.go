@@ -13,11 +13,11 @@ import (
 // DraftListingCopyInput is the input of trove_draft_listing_copy.
 type DraftListingCopyInput struct {
 	WriteCommon
-	CandidateID string `json:"candidate_id,omitempty" jsonschema:"draft copy for this candidate; give exactly one of candidate_id or item_id" ts:"id=candidate"`
-	ItemID      string `json:"item_id,omitempty" jsonschema:"draft copy for this item; give exactly one of candidate_id or item_id" ts:"id=item"`
+	CandidateID string `json:"candidate_id,omitempty" jsonschema:"draft for this candidate (or item_id)" ts:"id=candidate"`
+	ItemID      string `json:"item_id,omitempty" jsonschema:"draft for this item (or candidate_id)" ts:"id=item"`
 	Tone        string `json:"tone,omitempty" jsonschema:"writing style (default plain)" ts:"enum=plain|warm|collector|concise"`
 	MaxWords    int    `json:"max_words,omitempty" jsonschema:"upper bound on the description length (default 120)" ts:"min=20,max=400"`
-	Persist     bool   `json:"persist,omitempty" jsonschema:"store the draft as a reviewable revision (default false: return it only)"`
+	Persist     bool   `json:"persist,omitempty" jsonschema:"store the draft as a revision (default false)"`
 }
 
 // CopySegment is a piece of drafted copy and where it came from.
@@ -48,7 +48,7 @@ type DraftListingCopyOutput struct {
 func draftListingCopy() Tool {
 	return define(Definition{
 		Name: "trove_draft_listing_copy", Version: "1.0.0", Title: "Draft listing copy",
-		Description: "Draft a public title and description for a candidate or an item from its recorded facts, marking each piece as observed, seller-supplied or generated so a seller can check what was written here; it never invents a maker, age, material or price. Returns the draft, or with persist stores it as an immutable draft revision. Never changes the item's public text and never publishes. Requires idempotency_key.",
+		Description: "Draft a public title and description for a candidate or item from its recorded facts, marking each piece observed, seller-supplied or generated; never invents a maker, age, material or price. With persist, stores an immutable draft revision. Never publishes.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermItemCreateCandidate},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "listing", Operation: "draft_listing_copy"},
@@ -116,7 +116,7 @@ func stageExport() Tool {
 	}
 	return define(Definition{
 		Name: "trove_stage_export", Version: "1.0.0", Title: "Stage an export",
-		Description: "Stage up to 50 items for an outside channel (eBay, Facebook Marketplace, Etsy, CSV file): snapshots their public fields and versions, validates them against the channel's rules and returns a preview with warnings and the approval delivery will need. Never delivers, lists or publishes anything: delivery needs trove_propose_export_delivery and a seller's approval. Requires idempotency_key.",
+		Description: "Stage up to 50 items for an outside channel (eBay, Facebook Marketplace, Etsy, CSV file): snapshots their public fields and versions, validates them and returns a preview with warnings. Delivers nothing: that needs trove_propose_export_delivery.",
 		Tier:        TierCandidateWrite, Risk: RiskLowWrite, Permissions: []string{domain.PermExportStage},
 		Modes: bothModes, Idempotent: true, Persists: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "exports", Operation: "stage_export"},

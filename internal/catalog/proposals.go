@@ -45,7 +45,7 @@ const rfc3339Pattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\
 // ItemVersion binds a proposal to the version of an item as you read it.
 type ItemVersion struct {
 	ID      string `json:"id" jsonschema:"the item id" ts:"id=item"`
-	Version int    `json:"version" jsonschema:"the item's version as you read it (trove_get_item / trove_list_items)" ts:"min=1,max=2147483647"`
+	Version int    `json:"version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
 }
 
 // ExecutingTool names the controlled action that executes a proposal.
@@ -106,7 +106,7 @@ func proposalDefinition(name, title, description, operation string) Definition {
 }
 
 // proposalFooter ends every proposal description.
-const proposalFooter = " Creates only an immutable proposal (not an approval, not a change): the seller approves it outside MCP and the named controlled action executes it. Requires idempotency_key."
+const proposalFooter = " Creates only an immutable proposal, not an approval: the seller approves it outside MCP."
 
 // ProposeCandidatePromotionInput is the input of trove_propose_candidate_promotion.
 type ProposeCandidatePromotionInput struct {
@@ -117,13 +117,13 @@ type ProposeCandidatePromotionInput struct {
 	Description     string `json:"description,omitempty" jsonschema:"item description, if different from the candidate's" ts:"max=4000"`
 	Category        string `json:"category,omitempty" jsonschema:"dotted category path, if different from the candidate's" ts:"max=128,pattern=^[a-z0-9_]+(\\.[a-z0-9_]+)*$"`
 	Room            string `json:"room,omitempty" jsonschema:"room, if different from the candidate's" ts:"max=64,pattern=^[a-z0-9_]{1,64}$"`
-	PriceCents      *int64 `json:"price_cents,omitempty" jsonschema:"item price in cents, if different from the candidate's supplied price (needs pricing permission)" ts:"min=0,max=100000000"`
+	PriceCents      *int64 `json:"price_cents,omitempty" jsonschema:"price in cents, if different from the supplied one (needs pricing permission)" ts:"min=0,max=100000000"`
 }
 
 func proposeCandidatePromotion() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_candidate_promotion", "Propose promoting a candidate",
-		"Propose promoting one reviewed inventory candidate into a canonical draft item, with optional corrected title, description, category, room and price, bound to the candidate's version. The item gets the candidate's photos (private) and its supplied price when your role may set prices. An attach_media candidate's promotion adds its photos to the item it names, privately, and changes nothing else. Executed by trove_execute_candidate_promotion through promote_inventory_candidate, keeping provenance. Never publishes the item or a photo."+proposalFooter,
+		"Propose promoting one reviewed candidate into a canonical draft item, with optional corrections, bound to the candidate's version; the item gets its photos, private. An attach_media candidate adds its photos to the item it names. Executed by trove_execute_candidate_promotion. Never publishes."+proposalFooter,
 		"propose_candidate_promotion"), draftPromotion)
 }
 
@@ -146,13 +146,13 @@ type ProposeItemPublicationInput struct {
 	WriteCommon
 	ItemID          string   `json:"item_id" jsonschema:"the canonical item to publish" ts:"id=item"`
 	ExpectedVersion int      `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
-	PhotoIDs        []string `json:"photo_ids,omitempty" jsonschema:"the item's photos to approve for public view; its other photos become private. Omit to keep the approved ones" ts:"id=photo,minitems=1,maxitems=12"`
+	PhotoIDs        []string `json:"photo_ids,omitempty" jsonschema:"photos to make public (the others become private); omit to keep the approved ones" ts:"id=photo,minitems=1,maxitems=12"`
 }
 
 func proposeItemPublication() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_item_publication", "Propose publishing an item",
-		"Propose publishing one canonical item on its TroveSnap sale page, bound to the item's version, naming the photos to approve for public view, with a publication-readiness check (title, category, price, approved photo). Executed by trove_publish_item and needs explicit seller approval. Never publishes a candidate, lists externally, notifies buyers, reveals a hidden address or exposes internal pricing."+proposalFooter,
+		"Propose publishing one item on its sale page, bound to its version, naming the photos to make public, with a readiness check (title, category, price, approved photo). Executed by trove_publish_item."+proposalFooter,
 		"propose_item_publication"), draftItemPublication)
 }
 
@@ -175,7 +175,7 @@ type ProposeSalePublicationInput struct {
 func proposeSalePublication() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_sale_publication", "Propose publishing a sale",
-		"Propose publishing one estate sale to the public marketplace, bound to the sale's version, with validation of dates, location and the address-reveal policy. Executed by trove_publish_sale and needs explicit seller approval. Never reveals the street address earlier than the sale's policy allows and never notifies buyers."+proposalFooter,
+		"Propose publishing one sale to the marketplace, bound to its version, validating dates, location and the address-reveal policy. Executed by trove_publish_sale."+proposalFooter,
 		"propose_sale_publication"), draftSalePublication)
 }
 
@@ -191,21 +191,21 @@ type BulkItemChanges struct {
 	Category    *string `json:"category,omitempty" jsonschema:"new dotted category path" ts:"max=128,pattern=^[a-z0-9_]+(\\.[a-z0-9_]+)*$"`
 	Title       *string `json:"title,omitempty" jsonschema:"new public title" ts:"min=1,max=200"`
 	Description *string `json:"description,omitempty" jsonschema:"new public description" ts:"max=4000"`
-	PriceCents  *int64  `json:"price_cents,omitempty" jsonschema:"new public price in cents (a financial change: needs pricing permission at execution)" ts:"min=0,max=100000000"`
+	PriceCents  *int64  `json:"price_cents,omitempty" jsonschema:"new public price in cents (needs pricing permission)" ts:"min=0,max=100000000"`
 }
 
 // ProposeBulkItemUpdateInput is the input of trove_propose_bulk_item_update.
 type ProposeBulkItemUpdateInput struct {
 	WriteCommon
-	ItemIDs          []string        `json:"item_ids" jsonschema:"the exact items to change (1 to 50); the set cannot grow after approval" ts:"id=item,minitems=1,maxitems=50"`
-	ExpectedVersions []ItemVersion   `json:"expected_versions" jsonschema:"the version of every item in item_ids as you read it" ts:"minitems=1,maxitems=50"`
+	ItemIDs          []string        `json:"item_ids" jsonschema:"the items to change; the set is frozen" ts:"id=item,minitems=1,maxitems=50"`
+	ExpectedVersions []ItemVersion   `json:"expected_versions" jsonschema:"each item's version as you read it" ts:"minitems=1,maxitems=50"`
 	Changes          BulkItemChanges `json:"changes" jsonschema:"the exact field changes, the same for every item"`
 }
 
 func proposeBulkItemUpdate() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_bulk_item_update", "Propose a bulk item update",
-		"Propose one atomic plan changing the same fields (room, category, title, description, price) on an explicit list of up to 50 items, each bound to its version; the target set is frozen. Executed by trove_apply_bulk_item_update, which reports per-item conflicts and enforces field-level permissions. Never changes item status."+proposalFooter,
+		"Propose the same field changes (room, category, title, description, price) on up to 50 listed items, each bound to its version; the set is frozen. Executed by trove_apply_bulk_item_update. Never changes status."+proposalFooter,
 		"propose_bulk_item_update"), draftBulkUpdate)
 }
 
@@ -237,16 +237,16 @@ type ProposeStatusTransitionInput struct {
 	WriteCommon
 	ItemID            string `json:"item_id" jsonschema:"the item" ts:"id=item"`
 	ExpectedVersion   int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
-	ToStatus          string `json:"to_status" jsonschema:"the new lifecycle status; archived is executed by trove_archive_item; publication has its own proposal" ts:"enum=ready|on_hold|pending_pickup|sold|withdrawn|archived"`
+	ToStatus          string `json:"to_status" jsonschema:"the new lifecycle status (publication has its own proposal)" ts:"enum=ready|on_hold|pending_pickup|sold|withdrawn|archived"`
 	EffectiveAt       string `json:"effective_at" jsonschema:"when the change takes effect (RFC 3339, e.g. 2026-06-20T15:04:05Z)" ts:"max=35,pattern=^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"`
-	StatusCandidateID string `json:"status_candidate_id,omitempty" jsonschema:"the status_update candidate this transition reviews, when it came from an import" ts:"id=candidate"`
+	StatusCandidateID string `json:"status_candidate_id,omitempty" jsonschema:"the imported status_update candidate this reviews, if any" ts:"id=candidate"`
 	Reason            string `json:"reason,omitempty" jsonschema:"why, for the seller reviewing the proposal" ts:"max=1000"`
 }
 
 func proposeStatusTransition() Tool {
 	d := proposalDefinition(
 		"trove_propose_status_transition", "Propose an item status change",
-		"Propose moving one item to a new lifecycle status (ready, on_hold, pending_pickup, sold, withdrawn, archived), bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived) through append_inventory_status_event, which rejects invalid transitions. Checkout (no proposal.create) may propose only the item's checkout_actions (hold, pending pickup, sold) for items of its assigned sales. Never records payment or a sale price."+proposalFooter,
+		"Propose moving one item to a new lifecycle status, bound to its version, optionally reviewing an imported status_update candidate. Executed by trove_update_item_status (trove_archive_item for archived). Checkout may propose only the item's checkout_actions. Never records payment."+proposalFooter,
 		"propose_status_transition")
 	// Checkout proposes the checkout transitions of its sales' items
 	// (domain.CheckoutActionsFor decides which); the other roles propose
@@ -272,18 +272,18 @@ func draftStatusTransition(in ProposeStatusTransitionInput) (domain.ProposalDraf
 // ProposeBuyerNotificationInput is the input of trove_propose_buyer_notification.
 type ProposeBuyerNotificationInput struct {
 	WriteCommon
-	ItemID          string   `json:"item_id,omitempty" jsonschema:"announce this published item; give exactly one of item_id or sale_id" ts:"id=item"`
-	SaleID          string   `json:"sale_id,omitempty" jsonschema:"announce this published sale; give exactly one of item_id or sale_id" ts:"id=sale"`
+	ItemID          string   `json:"item_id,omitempty" jsonschema:"announce this published item (or sale_id)" ts:"id=item"`
+	SaleID          string   `json:"sale_id,omitempty" jsonschema:"announce this published sale (or item_id)" ts:"id=sale"`
 	ExpectedVersion int      `json:"expected_version" jsonschema:"the version of the item or sale as you read it" ts:"min=1,max=2147483647"`
-	Audience        string   `json:"audience" jsonschema:"which interested buyers: those who saved the item, follow the sale, or follow its category" ts:"enum=saved_item|followed_sale|category_interest"`
-	Channels        []string `json:"channels" jsonschema:"delivery channels; each buyer's own preferences still apply" ts:"enum=email|sms|push,minitems=1,maxitems=3"`
+	Audience        string   `json:"audience" jsonschema:"buyers who saved the item, follow the sale, or follow its category" ts:"enum=saved_item|followed_sale|category_interest"`
+	Channels        []string `json:"channels" jsonschema:"channels; each buyer's preferences still apply" ts:"enum=email|sms|push,minitems=1,maxitems=3"`
 	MessageTemplate string   `json:"message_template" jsonschema:"the message; {{item_title}}, {{sale_title}} and {{sale_dates}} are filled in" ts:"min=1,max=1000"`
 }
 
 func proposeBuyerNotification() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_buyer_notification", "Propose notifying matched buyers",
-		"Propose notifying buyers interested in a published item or sale: the proposal shows audience size, selection basis, channels, a message preview, suppressions and estimated cost, never buyer identities. Executed by trove_notify_matched_buyers and needs explicit seller approval. Sends nothing by itself."+proposalFooter,
+		"Propose notifying buyers interested in a published item or sale: shows audience size, channels, a message preview and cost, never buyer identities. Executed by trove_notify_matched_buyers."+proposalFooter,
 		"propose_buyer_notification"), draftBuyerNotification)
 }
 
@@ -312,7 +312,7 @@ type ProposeIdentityBindingInput struct {
 func proposeIdentityBinding() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_identity_binding", "Propose binding or releasing a QR tag",
-		"Propose binding a printed QR tag to an item so checkout can scan it, or releasing it, bound to the item's version. Executed by trove_bind_item_identity or trove_release_item_identity; releasing a tag from a sold or pending-pickup item needs explicit seller approval."+proposalFooter,
+		"Propose binding a printed QR tag to an item, or releasing it, bound to the item's version. Executed by trove_bind_item_identity or trove_release_item_identity."+proposalFooter,
 		"propose_identity_binding"), draftIdentityBinding)
 }
 
@@ -329,9 +329,9 @@ func draftIdentityBinding(in ProposeIdentityBindingInput) (domain.ProposalDraft,
 type ProposeDispositionActionInput struct {
 	WriteCommon
 	ItemIDs          []string      `json:"item_ids" jsonschema:"the exact unsold items (1 to 50)" ts:"id=item,minitems=1,maxitems=50"`
-	ExpectedVersions []ItemVersion `json:"expected_versions" jsonschema:"the version of every item in item_ids as you read it" ts:"minitems=1,maxitems=50"`
+	ExpectedVersions []ItemVersion `json:"expected_versions" jsonschema:"each item's version as you read it" ts:"minitems=1,maxitems=50"`
 	Action           string        `json:"action" jsonschema:"what happens to the items" ts:"enum=donate|consign|haul_away|return_to_family|buyout_offer"`
-	Counterparty     string        `json:"counterparty,omitempty" jsonschema:"the charity, consignment shop or buyer organisation, by name" ts:"max=200"`
+	Counterparty     string        `json:"counterparty,omitempty" jsonschema:"the charity, shop or buyer, by name" ts:"max=200"`
 	OfferCents       *int64        `json:"offer_cents,omitempty" jsonschema:"the buy-out offer in cents (buyout_offer only)" ts:"min=0,max=100000000"`
 	Notes            string        `json:"notes,omitempty" jsonschema:"for the seller reviewing the proposal" ts:"max=1000"`
 }
@@ -339,7 +339,7 @@ type ProposeDispositionActionInput struct {
 func proposeDispositionAction() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_disposition_action", "Propose a disposition",
-		"Propose what happens to up to 50 unsold items after a sale (donate, consign, haul away, return to family, buy-out offer), each bound to its version. Executed by trove_apply_disposition_action and needs explicit seller approval, since a disposition cannot be undone. Accepts no offer and moves nothing by itself."+proposalFooter,
+		"Propose what happens to up to 50 unsold items after a sale (donate, consign, haul away, return to family, buy-out offer), each bound to its version. Executed by trove_apply_disposition_action."+proposalFooter,
 		"propose_disposition_action"), draftDisposition)
 }
 
@@ -358,13 +358,13 @@ func draftDisposition(in ProposeDispositionActionInput) (domain.ProposalDraft, e
 // ProposeExportDeliveryInput is the input of trove_propose_export_delivery.
 type ProposeExportDeliveryInput struct {
 	WriteCommon
-	ExportID string `json:"export_id" jsonschema:"the export staged by trove_stage_export; its item snapshot and versions bind the proposal" ts:"id=export"`
+	ExportID string `json:"export_id" jsonschema:"the export staged by trove_stage_export" ts:"id=export"`
 }
 
 func proposeExportDelivery() Tool {
 	return proposalTool(proposalDefinition(
 		"trove_propose_export_delivery", "Propose delivering an export",
-		"Propose delivering a staged export to its outside channel (eBay, Facebook Marketplace, Etsy, CSV file), bound to the staged snapshot and the item versions it was taken at. Executed by trove_deliver_export and needs explicit seller approval. Lists nothing externally by itself."+proposalFooter,
+		"Propose delivering a staged export to its outside channel, bound to the staged snapshot and its item versions. Executed by trove_deliver_export."+proposalFooter,
 		"propose_export_delivery"), draftExportDelivery)
 }
 
@@ -376,17 +376,17 @@ func draftExportDelivery(in ProposeExportDeliveryInput) (domain.ProposalDraft, e
 // ProposeCheckoutScanInput is the input of trove_propose_checkout_scan.
 type ProposeCheckoutScanInput struct {
 	WriteCommon
-	ItemID          string `json:"item_id" jsonschema:"the scanned item (trove_list_items shows checkout each item's QR tag and version)" ts:"id=item"`
+	ItemID          string `json:"item_id" jsonschema:"the scanned item" ts:"id=item"`
 	ExpectedVersion int    `json:"expected_version" jsonschema:"the item's version as you read it" ts:"min=1,max=2147483647"`
-	QRCode          string `json:"qr_code,omitempty" jsonschema:"the tag code the scanner read; when given it must be the item's tag" ts:"max=64,pattern=^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"`
-	Scan            string `json:"scan" jsonschema:"what the checkout line records: hold (the item goes on hold), sold_pending_pickup (sold, awaiting pickup) or picked_up (sold and gone)" ts:"enum=hold|sold_pending_pickup|picked_up"`
-	Note            string `json:"note,omitempty" jsonschema:"for the seller reviewing the scan, e.g. the buyer's first name for a hold; never a payment detail" ts:"max=280"`
+	QRCode          string `json:"qr_code,omitempty" jsonschema:"the tag code scanned; must be the item's" ts:"max=64,pattern=^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"`
+	Scan            string `json:"scan" jsonschema:"hold, sold_pending_pickup (sold, awaiting pickup) or picked_up (sold and gone)" ts:"enum=hold|sold_pending_pickup|picked_up"`
+	Note            string `json:"note,omitempty" jsonschema:"for the seller, e.g. the buyer's first name for a hold; never payment details" ts:"max=280"`
 }
 
 func proposeCheckoutScan() Tool {
 	d := proposalDefinition(
 		"trove_propose_checkout_scan", "Propose recording a checkout scan",
-		"Propose recording one checkout scan of an item of your assigned sales, bound to the item's version: hold (→ on_hold), sold_pending_pickup (→ pending_pickup) or picked_up (→ sold), as the item lifecycle allows. Executed by trove_record_checkout_scan through record_checkout_scan, which records the scan and the status event (source checkout_scan). A seller-configured policy may authorise holds so the line does not wait; a sale completion (sold, pending pickup) always needs the seller's approval. Item-status operations only: never records a payment, an amount or a sale price."+proposalFooter,
+		"Propose one checkout scan of an item of your assigned sales, bound to its version: hold, sold_pending_pickup or picked_up. Executed by trove_record_checkout_scan; a seller policy may allow holds. Never records a payment or price."+proposalFooter,
 		"propose_checkout_scan")
 	d.Permissions = domain.ProposalPermissions(domain.ActionCheckoutScan)
 	return proposalTool(d, draftCheckoutScan)
@@ -413,7 +413,7 @@ type GetProposalInput struct {
 func getProposal() Tool {
 	return define[GetProposalInput, ProposalView](Definition{
 		Name: "trove_get_proposal", Version: "1.0.0", Title: "Get a proposal",
-		Description: "Get one action proposal of your tenant: its exact targets, versions, changes, estimated impact, validation, expiry and current approval decision (proposal_required, human_approval_required, allowed, allowed_by_policy, expired, revoked …). Read-only: it cannot approve, and approval happens only in a TroveSnap approval surface or by a seller-configured policy. A proposal touching a sale you are not assigned to is unknown to you, like a missing id. A change to a field your role may not see (as in trove_get_item: a cataloger does not see price_cents) is listed redacted, without its values, and proposal_hash is then left out (it would let the hidden value be guessed).",
+		Description: "Get one proposal of your tenant: targets, versions, changes, impact, validation, expiry and approval decision. It cannot approve. A change to a field your role may not see is redacted, and proposal_hash left out.",
 		Tier:        TierTenantRead, Risk: RiskTenantRead, Permissions: []string{domain.PermProposalRead},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "approval", Operation: "get_action_proposal"},

@@ -120,7 +120,7 @@ type SearchMarketplaceOutput struct {
 func searchMarketplace() Tool {
 	return define(Definition{
 		Name: "trove_search_marketplace", Version: "1.0.0", Title: "Search the public marketplace",
-		Description: "Search published estate sales and the items for sale in them by words (every word must match a title, description or category), category, city, region and dates. Public: needs no sign-in and returns only what any buyer may see (published photos, public prices); never seller-internal pricing, notes or unpublished records. Open a hit with trove_get_public_sale or trove_get_public_item. Paginated: pass next_cursor back as cursor.",
+		Description: "Search published sales and their items by words (each must match a title, description or category), category, city, region and dates. Public, no sign-in: only what any buyer may see. Open a hit with trove_get_public_sale or trove_get_public_item.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "search_public_marketplace"},
@@ -185,7 +185,7 @@ type GetPublicSaleOutput struct {
 func getPublicSale() Tool {
 	return define(Definition{
 		Name: "trove_get_public_sale", Version: "1.0.0", Title: "Get a public sale",
-		Description: "Get one published estate sale as a buyer sees it: title, dates, city and region, and the street address only once the sale's reveal policy allows. Public: needs no sign-in. An unpublished or unknown sale answers invalid_reference alike; never returns seller-internal fields.",
+		Description: "Get one published sale as a buyer sees it: title, dates, city, region, and the street address once its reveal policy allows. Public, no sign-in. An unpublished or unknown sale answers invalid_reference alike.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "get_public_sale"},
@@ -214,7 +214,7 @@ type GetPublicItemOutput struct {
 func getPublicItem() Tool {
 	return define(Definition{
 		Name: "trove_get_public_item", Version: "1.0.0", Title: "Get a public item",
-		Description: "Get one published item and its sale as a buyer sees them: public title, description, category, public price and published photos only; the sale's street address follows its reveal policy. Public: needs no sign-in. Never returns internal price guidance, cost basis, appraisal flags, staff notes or unpublished photos; an unpublished, withdrawn or unknown item answers invalid_reference alike.",
+		Description: "Get one published item and its sale as a buyer sees them: public fields and published photos, the address per its reveal policy. Public, no sign-in. An unpublished or unknown item answers invalid_reference alike.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "get_public_item"},
@@ -245,7 +245,7 @@ type ResolvePublicQROutput struct {
 func resolvePublicQR() Tool {
 	return define(Definition{
 		Name: "trove_resolve_public_qr", Version: "1.0.0", Title: "Resolve a public QR tag",
-		Description: "Resolve the QR code printed on an item's tag to that item's public view and its sale, as a buyer scanning it would see. Public: needs no sign-in and is rate limited against enumeration. A tag that is unknown, unbound, released or on an unpublished item answers invalid_reference alike; never returns seller-internal fields.",
+		Description: "Resolve the QR code on an item's tag to the item's public view and its sale. Public, no sign-in, rate limited. An unknown, unbound or unpublished tag answers invalid_reference alike.",
 		Tier:        TierPublicRead, Risk: RiskPublicRead, Permissions: []string{},
 		Modes: bothModes, Idempotent: true, Approval: ApprovalNone, Status: StatusActive,
 		Domain: DomainMapping{Service: "marketplace", Operation: "resolve_public_qr"},

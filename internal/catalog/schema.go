@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,15 +38,16 @@ const (
 	idempotencyPattern = `^[A-Za-z0-9._:\-]{8,255}$`
 )
 
-// Common carries the §21 fields every tool accepts.
+// Common carries the §21 fields every tool accepts. Their meaning is said
+// once, in the server's instructions, not on each of the tools.
 type Common struct {
-	RequestID string `json:"request_id,omitempty" jsonschema:"optional caller request id, echoed back in the envelope" ts:"max=128,pattern=^[A-Za-z0-9._:-]{1,128}$"`
+	RequestID string `json:"request_id,omitempty" ts:"max=128,pattern=^[A-Za-z0-9._:-]{1,128}$"`
 }
 
 // WriteCommon carries the §21 fields of every persisted write.
 type WriteCommon struct {
 	Common
-	IdempotencyKey string `json:"idempotency_key" jsonschema:"required: a unique key per intended write (8-255 chars of A-Z a-z 0-9 . _ : -); retrying with the same key and input returns the original result" ts:"max=255,pattern=^[A-Za-z0-9._:-]{8,255}$"`
+	IdempotencyKey string `json:"idempotency_key" jsonschema:"one per intended write; reuse only to retry" ts:"max=255,pattern=^[A-Za-z0-9._:-]{8,255}$"`
 }
 
 // ArgumentLimit is the size limit of the whole arguments object of the
@@ -231,7 +233,89 @@ func applyTags(s *jsonschema.Schema, t reflect.Type) {
 				panic(fmt.Sprintf("catalog: unknown ts tag %q on %s.%s", k, t.Name(), f.Name))
 			}
 		}
+		dropImpliedMaxLength(elem)
 	}
+}
+
+// dropImpliedMaxLength removes a maxLength that the property's enum or
+// anchored pattern already bounds as tightly (issue 18: tools/list lands in
+// the model's context, and a bound said twice is bytes it reads twice). The
+// accepted values do not change: TestSchema_PatternMaxLen holds the bound
+// to what a regexp matches, and the catalog test every string to a bound.
+func dropImpliedMaxLength(s *jsonschema.Schema) {
+	if s.MaxLength == nil {
+		return
+	}
+	if len(s.Enum) > 0 {
+		for _, e := range s.Enum {
+			if v, ok := e.(string); !ok || utf8.RuneCountInString(v) > *s.MaxLength {
+				return
+			}
+		}
+		s.MaxLength = nil
+		return
+	}
+	if n, ok := PatternMaxLen(s.Pattern); ok && n <= *s.MaxLength {
+		s.MaxLength = nil
+	}
+}
+
+// PatternMaxLen is the length in characters of the longest string an
+// anchored pattern (^…$) can match; ok is false when the pattern is not
+// anchored at both ends or has no upper bound (a *, a + or an open {n,}).
+func PatternMaxLen(pattern string) (n int, ok bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, false
+	}
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText || re.Sub[len(re.Sub)-1].Op != syntax.OpEndText {
+		return 0, false
+	}
+	return maxMatchLen(re)
+}
+
+// maxMatchLen is the longest match of re in characters, false when unbounded.
+func maxMatchLen(re *syntax.Regexp) (int, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return 0, true
+	case syntax.OpLiteral:
+		return len(re.Rune), true
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1, true
+	case syntax.OpCapture:
+		return maxMatchLen(re.Sub[0])
+	case syntax.OpQuest:
+		return maxMatchLen(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Max < 0 {
+			return 0, false
+		}
+		n, ok := maxMatchLen(re.Sub[0])
+		return n * re.Max, ok
+	case syntax.OpConcat:
+		total := 0
+		for _, sub := range re.Sub {
+			n, ok := maxMatchLen(sub)
+			if !ok {
+				return 0, false
+			}
+			total += n
+		}
+		return total, true
+	case syntax.OpAlternate:
+		longest := 0
+		for _, sub := range re.Sub {
+			n, ok := maxMatchLen(sub)
+			if !ok {
+				return 0, false
+			}
+			longest = max(longest, n)
+		}
+		return longest, true
+	}
+	return 0, false // star, plus and anything not listed: unbounded or unknown
 }
 
 var timeType = reflect.TypeFor[time.Time]()

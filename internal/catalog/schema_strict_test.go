@@ -1,10 +1,13 @@
 package catalog
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
 // TestHardening_InputSchemasRefuseUnknownPropertiesAtEveryLevel holds the
@@ -75,5 +78,41 @@ func TestHardening_DecodeStrictRefusesUnknownFieldsAndTrailingData(t *testing.T)
 	var v In
 	if err := decodeStrict(rs, []byte(`{"title":"brass lamp"}`), &v, 1<<20); err != nil || v.Title != "brass lamp" {
 		t.Fatalf("valid input: %v %+v", err, v)
+	}
+}
+
+// A pattern's bound, which lets the catalog drop a maxLength it implies, is
+// what a regexp really matches (checkStrict holds every input string to a
+// bound).
+func TestSchema_PatternMaxLen(t *testing.T) {
+	for _, c := range []struct {
+		pattern string
+		n       int
+		ok      bool
+	}{
+		{`^sale_[A-Za-z0-9]{1,40}$`, 45, true},
+		{`^[A-Za-z0-9._:-]{8,255}$`, 255, true},
+		{`^(ab|c){2}x?$`, 5, true},
+		{`^[a-z0-9_]+(\.[a-z0-9_]+)*$`, 0, false},
+		{`^a{3,}$`, 0, false},
+		{`sale_[a-z]{1,4}`, 0, false}, // not anchored: any length matches
+		{`^a{2}$|^b$`, 0, false},
+		{`(`, 0, false},
+	} {
+		n, ok := PatternMaxLen(c.pattern)
+		if n != c.n || ok != c.ok {
+			t.Errorf("PatternMaxLen(%q) = %d, %v; want %d, %v", c.pattern, n, ok, c.n, c.ok)
+		}
+		if ok {
+			re := regexp.MustCompile(c.pattern)
+			long := strings.Repeat("a", n+1)
+			if re.MatchString(long) {
+				t.Errorf("%q matches %d characters", c.pattern, n+1)
+			}
+		}
+	}
+	// The id patterns, whose maxLength went, still refuse one more character.
+	if regexp.MustCompile(domain.IDPattern("sale")).MatchString("sale_" + strings.Repeat("a", 41)) {
+		t.Fatal("a 46-character sale id matches")
 	}
 }
