@@ -248,6 +248,49 @@ func projectItem(role string, it domain.ItemDetail) ItemView {
 	return v
 }
 
+// ItemSummary is an item as a list returns it (issue 18: answers sized for
+// a model): what a model needs to choose an item and act on it, its
+// version included, and no description, photos or pricing internals;
+// trove_get_item has the detail. It is cut from the role's projection
+// (summarizeItem), so a list shows a role no field its projection hides.
+type ItemSummary struct {
+	ID              string   `json:"id"`
+	SaleID          *string  `json:"sale_id,omitempty"`
+	Title           *string  `json:"title,omitempty"`
+	Category        *string  `json:"category,omitempty"`
+	Room            *string  `json:"room,omitempty"`
+	Status          *string  `json:"status,omitempty"`
+	Version         *int     `json:"version,omitempty"`
+	PriceCents      *int64   `json:"price_cents,omitempty"`
+	PhotoCount      *int     `json:"photo_count,omitempty" jsonschema:"the item's photos, published or not"`
+	Ready           *bool    `json:"ready,omitempty" jsonschema:"whether it could be proposed for publication (trove_get_item says what is missing)"`
+	QRCode          *string  `json:"qr_code,omitempty"`
+	CheckoutActions []string `json:"checkout_actions,omitzero" jsonschema:"to_status values checkout may propose now with trove_propose_status_transition"`
+}
+
+// summarizeItem is the role's projection of it, cut to a list row.
+func summarizeItem(role string, it domain.ItemDetail) ItemSummary {
+	v := projectItem(role, it)
+	s := ItemSummary{ID: v.ID, SaleID: v.SaleID, Title: v.Title, Category: v.Category, Room: v.Room, Status: v.Status,
+		Version: v.Version, PriceCents: v.PriceCents, QRCode: v.QRCode, CheckoutActions: v.CheckoutActions}
+	if v.Photos != nil {
+		s.PhotoCount = ptr(len(v.Photos))
+	}
+	if v.PublicationReadiness != nil {
+		s.Ready = ptr(v.PublicationReadiness.Ready)
+	}
+	return s
+}
+
+// summaryIncludes is what a list row needs loaded: the photos where the
+// role's projection counts them or checks readiness, never the pricing
+// history.
+func summaryIncludes(role string) domain.ItemIncludes {
+	inc := itemIncludes(role)
+	inc.PriceHistory = false
+	return inc
+}
+
 // readiness is the cataloger-visible publication checklist.
 func readiness(it domain.Item) Readiness {
 	r := Readiness{Missing: []string{}}

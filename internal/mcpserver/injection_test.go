@@ -150,7 +150,7 @@ func TestInjection_ImportedTextStaysInertData(t *testing.T) {
 		t.Fatalf("manual: %s", manual.raw)
 	}
 	// Read everything back, and draft copy from the most insistent ones.
-	var stored []catalog.CandidateView
+	var listed []catalog.CandidateSummary
 	cursor := ""
 	for {
 		args := map[string]any{"limit": 100}
@@ -159,11 +159,19 @@ func TestInjection_ImportedTextStaysInertData(t *testing.T) {
 		}
 		page := call("trove_list_candidates", args)
 		out := dataAs[catalog.ListCandidatesOutput](t, page)
-		stored = append(stored, out.Candidates...)
+		listed = append(listed, out.Candidates...)
 		if out.NextCursor == "" {
 			break
 		}
 		cursor = out.NextCursor
+	}
+	// Each imported candidate is listed (a summary row) and read whole.
+	var stored []catalog.CandidateView
+	for _, id := range append(slices.Clone(csvRes.CandidateIDs), manRes.CandidateIDs...) {
+		if !slices.ContainsFunc(listed, func(c catalog.CandidateSummary) bool { return c.ID == id && c.Untrusted }) {
+			t.Errorf("candidate %s is not listed as untrusted", id)
+		}
+		stored = append(stored, dataAs[catalog.GetCandidateOutput](t, call("trove_get_candidate", map[string]any{"candidate_id": id})).Candidate)
 	}
 	for _, id := range append(csvRes.CandidateIDs[:3], manRes.CandidateIDs[:3]...) {
 		d := call("trove_draft_listing_copy", map[string]any{"candidate_id": id, "tone": "warm", "idempotency_key": "inject-draft-" + id})
@@ -187,7 +195,7 @@ func TestInjection_ImportedTextStaysInertData(t *testing.T) {
 	// 3. Only the tools called ran, all for the demo tenant, all in mock
 	// mode, none canonical or public.
 	called := []string{"trove_map_csv_columns", "trove_preview_csv_import", "trove_apply_csv_import", "trove_run_manual_import",
-		"trove_list_candidates", "trove_draft_listing_copy"}
+		"trove_list_candidates", "trove_get_candidate", "trove_draft_listing_copy"}
 	for _, ev := range e.allEvents() {
 		if !slices.Contains(called, ev.Tool.Name) || ev.TenantID != fixtures.DemoTenantID || ev.Mode != "mock" ||
 			ev.Impact.CanonicalStateChanged || ev.Impact.PublicStateChanged || ev.Approval.Decision != "not_required" || ev.Outcome != "success" {

@@ -57,9 +57,11 @@ func TestReview_RejectDuplicateReopenThroughTheGate(t *testing.T) {
 
 	// Listed under rejected with its reason.
 	list := dataAs[catalog.ListCandidatesOutput](t, e.call("trove_list_candidates", map[string]any{"review_status": "rejected", "limit": 100}))
-	if j := slices.IndexFunc(list.Candidates, func(c catalog.CandidateView) bool { return c.ID == "candidate_772" }); j < 0 ||
-		list.Candidates[j].ReviewReason == "" {
+	if !slices.ContainsFunc(list.Candidates, func(c catalog.CandidateSummary) bool { return c.ID == "candidate_772" }) {
 		t.Fatalf("rejected list: %+v", list.Candidates)
+	}
+	if c := dataAs[catalog.GetCandidateOutput](t, e.call("trove_get_candidate", map[string]any{"candidate_id": "candidate_772"})).Candidate; c.ReviewReason == "" {
+		t.Fatalf("rejected candidate read back without its reason: %+v", c)
 	}
 
 	// A duplicate of an item, then read back.
