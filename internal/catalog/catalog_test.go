@@ -106,7 +106,7 @@ func TestCatalog_Invariants(t *testing.T) {
 			if h.Destructive && (tool.Tier == TierCandidateWrite || tool.Tier == TierActionProposal) {
 				t.Error("candidate writes and proposals are not destructive")
 			}
-			if !strings.HasPrefix(tool.InputSchemaHash, "sha256:") || !strings.HasPrefix(tool.OutputSchemaHash, "sha256:") {
+			if !strings.HasPrefix(tool.InputSchemaHash(), "sha256:") || !strings.HasPrefix(tool.OutputSchemaHash(), "sha256:") {
 				t.Error("schema hashes missing")
 			}
 		})
@@ -125,7 +125,7 @@ func TestCatalog_SchemaSnapshots(t *testing.T) {
 			OutputHash   string     `json:"output_schema_hash"`
 			InputSchema  any        `json:"input_schema"`
 			OutputSchema any        `json:"output_schema"`
-		}{tool.Definition, tool.InputSchemaHash, tool.OutputSchemaHash, tool.InputSchema, tool.OutputSchema}
+		}{tool.Definition, tool.InputSchemaHash(), tool.OutputSchemaHash(), tool.InputSchema, tool.OutputSchema()}
 		got, err := json.MarshalIndent(snap, "", "  ")
 		if err != nil {
 			t.Fatal(err)

@@ -94,21 +94,29 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
 	}
 	applyTags(in, reflect.TypeFor[In]())
-	out, err := jsonschema.For[Out](nil)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s output schema: %v", d.Name, err))
-	}
 	inJSON, err := json.Marshal(in)
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
 	}
+	// The output schema cannot fail to build where the catalog test built
+	// it; built lazily, a failure would panic on first use, so the test
+	// builds every tool's.
+	output := sync.OnceValue(func() *jsonschema.Schema {
+		out, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("catalog: %s output schema: %v", d.Name, err))
+		}
+		return out
+	})
 	t := Tool{
-		Definition:       d,
-		InputSchema:      in,
-		OutputSchema:     out,
-		InputSchemaJSON:  inJSON,
-		InputSchemaHash:  jsonHash(inJSON),
-		OutputSchemaHash: schemaHash(out),
+		Definition:      d,
+		InputSchema:     in,
+		InputSchemaJSON: inJSON,
+		lazy: &lazySchemas{
+			inputHash:  sync.OnceValue(func() string { return jsonHash(inJSON) }),
+			output:     output,
+			outputHash: sync.OnceValue(func() string { return schemaHash(output()) }),
+		},
 	}
 	limit := d.argumentLimit()
 	// Resolving compiles every pattern: done on a tool's first call rather

@@ -297,7 +297,7 @@ func checkTier(t *testing.T, tool *Tool) {
 			t.Errorf("a public tool needs no permission and only reads: %+v", tool.Definition)
 		}
 		for _, f := range privateFields {
-			if hasProperty(tool.OutputSchema, f) {
+			if hasProperty(tool.OutputSchema(), f) {
 				t.Errorf("public output exposes %s", f)
 			}
 		}

@@ -74,7 +74,7 @@ func toolsListRun(ctx context.Context, f *Factory, o *ToolsListOptions) error {
 	}
 	for i := range catalog.All() {
 		t := &catalog.All()[i]
-		row := ToolRow{Definition: t.Definition, InputSchemaHash: t.InputSchemaHash, OutputSchemaHash: t.OutputSchemaHash}
+		row := ToolRow{Definition: t.Definition, InputSchemaHash: t.InputSchemaHash(), OutputSchemaHash: t.OutputSchemaHash()}
 		if out.Principal != nil {
 			d := catalog.Decide(t, cfg.Mode, *out.Principal)
 			row.Decision = &d

@@ -227,7 +227,7 @@ func (c *call) authorizeTool() *failure {
 	c.tool = t
 	c.env.Tool = ToolID{Name: t.Name, Version: t.Version}
 	c.ev.Impact = t.Impact
-	c.ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash, Tier: string(t.Tier), Risk: string(t.Risk)}
+	c.ev.Tool = domain.ToolRef{Name: t.Name, Version: t.Version, InputSchemaHash: t.InputSchemaHash(), Tier: string(t.Tier), Risk: string(t.Risk)}
 	c.ev.Domain = &domain.EventDomain{Service: t.Domain.Service, Operation: t.Domain.Operation}
 	c.ev.Approval.Requirement = string(t.Approval)
 	if d := catalog.Decide(t, c.g.mode, c.p); !d.Visible {

@@ -307,7 +307,7 @@ func TestVersion_DeprecatedWarnsAndIsCounted(t *testing.T) {
 		t.Fatalf("deprecated call: %s", env.raw)
 	}
 	ev := e.events(env.ServerRequestID)
-	if len(ev) != 1 || !ev[0].Tool.Deprecated || ev[0].Tool.InputSchemaHash != deprecated.InputSchemaHash {
+	if len(ev) != 1 || !ev[0].Tool.Deprecated || ev[0].Tool.InputSchemaHash != deprecated.InputSchemaHash() {
 		t.Errorf("event = %+v", ev)
 	}
 	cur := e.call("trove_list_sales", map[string]any{})

@@ -43,7 +43,7 @@ func pagedTools(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for i := range catalog.All() {
 		tool := &catalog.All()[i]
-		for name := range tool.OutputSchema.Properties {
+		for name := range tool.OutputSchema().Properties {
 			if strings.HasSuffix(name, "next_cursor") {
 				out[tool.Name] = name
 			}

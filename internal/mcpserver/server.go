@@ -223,7 +223,7 @@ func envelopeSchema(t *catalog.Tool) *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("envelope schema: %v", err))
 	}
-	s.Properties["data"] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{t.OutputSchema, {Type: "null"}}}
+	s.Properties["data"] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{t.OutputSchema(), {Type: "null"}}}
 	return s
 }
 

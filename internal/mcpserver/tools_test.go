@@ -388,7 +388,7 @@ func TestPluginEvents_EveryCallRecordsOneCompleteEvent(t *testing.T) {
 			t.Errorf("%s: tenant/client = %s/%+v", c.tool, ev.TenantID, ev.Client)
 		case ev.Actor.ID != fixtures.DemoUserID || ev.Actor.Type != "seller":
 			t.Errorf("%s: actor = %+v", c.tool, ev.Actor)
-		case ev.Tool.Name != c.tool || ev.Tool.Version != "1.0.0" || ev.Tool.InputSchemaHash != tool.InputSchemaHash:
+		case ev.Tool.Name != c.tool || ev.Tool.Version != "1.0.0" || ev.Tool.InputSchemaHash != tool.InputSchemaHash():
 			t.Errorf("%s: tool = %+v", c.tool, ev.Tool)
 		case !strings.HasPrefix(ev.Payload.InputHash, "sha256:") || len(ev.Payload.InputHash) != 71:
 			t.Errorf("%s: input hash = %q", c.tool, ev.Payload.InputHash)
