@@ -205,13 +205,15 @@ func DescribeTool(t *catalog.Tool, mode domain.Mode, withOutput bool) *mcp.Tool 
 	return tool
 }
 
-// annotations are the MCP hints of a tool, each said only where it is not
-// the protocol's default: the title is the tool's own, and destructive and
-// idempotent mean nothing on a read-only tool.
+// annotations are the MCP hints of a tool. The title is the tool's own
+// (not repeated here), and destructiveHint, which means nothing on a
+// read-only tool, is said only on the others. idempotentHint is always
+// sent (the go-sdk has no way to leave it out), so it is always true to
+// the catalog: a read is idempotent.
 func annotations(h catalog.Hints) *mcp.ToolAnnotations {
-	a := &mcp.ToolAnnotations{ReadOnlyHint: h.ReadOnly, OpenWorldHint: &h.OpenWorld}
+	a := &mcp.ToolAnnotations{ReadOnlyHint: h.ReadOnly, IdempotentHint: h.Idempotent, OpenWorldHint: &h.OpenWorld}
 	if !h.ReadOnly {
-		a.DestructiveHint, a.IdempotentHint = &h.Destructive, h.Idempotent
+		a.DestructiveHint = &h.Destructive
 	}
 	return a
 }

@@ -444,3 +444,38 @@ func TestMockMode_DeterministicAcrossFreshStores(t *testing.T) {
 		}
 	}
 }
+
+// Every listed tool's annotations say what the catalog's hints say: reads
+// are read-only and idempotent; a write says whether it is destructive and
+// idempotent; nothing is open-world; the title is not repeated.
+func TestListTools_AnnotationsAreTheCatalogsHints(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, lt := range res.Tools {
+		tool, ok := catalog.Lookup(lt.Name)
+		a := lt.Annotations
+		if !ok || a == nil {
+			t.Fatalf("%s: not in the catalog or without annotations", lt.Name)
+		}
+		h := catalog.HintsFor(tool)
+		if a.ReadOnlyHint != h.ReadOnly || a.IdempotentHint != h.Idempotent || a.OpenWorldHint == nil || *a.OpenWorldHint || a.Title != "" {
+			t.Errorf("%s: annotations %+v, hints %+v", lt.Name, a, h)
+		}
+		switch {
+		case h.ReadOnly:
+			reads++
+			if a.DestructiveHint != nil || !a.IdempotentHint {
+				t.Errorf("%s: a read is idempotent and says nothing of destruction: %+v", lt.Name, a)
+			}
+		case a.DestructiveHint == nil || *a.DestructiveHint != h.Destructive:
+			t.Errorf("%s: destructiveHint %v, want %v", lt.Name, a.DestructiveHint, h.Destructive)
+		}
+	}
+	if reads < 10 {
+		t.Fatalf("%d read tools listed", reads)
+	}
+}
