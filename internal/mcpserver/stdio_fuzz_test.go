@@ -149,6 +149,10 @@ func (s *stdioServer) alive(tb testing.TB) {
 	if m := s.await(tb, list); m["result"] == nil && m["error"] == nil {
 		tb.Fatalf("tools/list: %v", m)
 	}
+	// Answers kept for other ids are dropped once the session is known to
+	// be alive: an input may send ids like a later alive's, and a stale
+	// answer must not stand in for that alive's own.
+	s.early = nil
 }
 
 // Lines that ended the session on main because the go-sdk could not decode
