@@ -437,7 +437,7 @@ func reviewCandidate() Tool {
 		if err != nil {
 			return ReviewCandidateResult{}, Effects{}, err
 		}
-		return ReviewCandidateResult{Candidate: candidateView(res.Candidate), Action: res.Action, PreviousStatus: res.PreviousStatus},
+		return ReviewCandidateResult{Candidate: candidateView(env.Principal.Role, res.Candidate), Action: res.Action, PreviousStatus: res.PreviousStatus},
 			Effects{Related: out.Related, Outcome: out}, nil
 	})
 }

@@ -282,6 +282,19 @@ func summarizeItem(role string, it domain.ItemDetail) ItemSummary {
 	return s
 }
 
+// filtersReadable refuses a filter (field, value) on an item field the
+// role's projection hides: a filter answers "which items have this value",
+// which is reading the field (found by the attack review: checkout, which
+// sees no room, listed the items of each room by filtering on it).
+func filtersReadable(role string, filters ...[2]string) error {
+	for _, f := range filters {
+		if f[1] != "" && !slices.Contains(itemFields[role], f[0]) {
+			return domain.Invalid(f[0], "your role may not read this field of an item, so it may not filter by it")
+		}
+	}
+	return nil
+}
+
 // summaryIncludes is what a list row needs loaded: the photos where the
 // role's projection counts them or checks readiness, never the pricing
 // history.

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/triunalabs/trovesnap/internal/domain"
@@ -124,6 +125,12 @@ func listItems() Tool {
 			return ListItemsOutput{}, Effects{}, err
 		}
 		role := env.Principal.Role
+		// The sale is the scope of a member's work (sale assignment), which
+		// every role that lists items may name; the other filters are fields.
+		if err := filtersReadable(role, [2]string{fStatus, in.Status}, [2]string{fRoom, in.Room},
+			[2]string{fCategory, in.Category}); err != nil {
+			return ListItemsOutput{}, Effects{}, err
+		}
 		page, err := env.Backend.ListItemDetails(ctx, env.Principal, domain.ItemQuery{SaleID: in.SaleID, Status: in.Status, Room: in.Room,
 			Category: in.Category, Limit: in.Limit, After: after}, summaryIncludes(role))
 		if err != nil {
@@ -149,7 +156,7 @@ type CandidateView struct {
 	Room               string    `json:"room"`
 	Condition          string    `json:"condition"`
 	Quantity           int       `json:"quantity"`
-	SuppliedPriceCents *int64    `json:"supplied_price_cents"`
+	SuppliedPriceCents *int64    `json:"supplied_price_cents" jsonschema:"null when there is none or your role may not see prices"`
 	Notes              string    `json:"notes"`
 	ReviewStatus       string    `json:"review_status"`
 	ImportRunID        string    `json:"import_run_id"`
@@ -184,7 +191,7 @@ type CandidateSummary struct {
 	Title              string `json:"title"`
 	Category           string `json:"category"`
 	Room               string `json:"room"`
-	SuppliedPriceCents *int64 `json:"supplied_price_cents"`
+	SuppliedPriceCents *int64 `json:"supplied_price_cents" jsonschema:"null when there is none or your role may not see prices"`
 	ReviewStatus       string `json:"review_status"`
 	Version            int    `json:"version"`
 	Untrusted          bool   `json:"untrusted_content"`
@@ -215,7 +222,7 @@ func listCandidates() Tool {
 		}
 		out := ListCandidatesOutput{Candidates: make([]CandidateSummary, 0, len(page.Rows)), NextCursor: page.NextCursor}
 		for _, c := range page.Rows {
-			v := candidateView(c)
+			v := candidateView(env.Principal.Role, c)
 			out.Candidates = append(out.Candidates, CandidateSummary{ID: v.ID, SaleID: v.SaleID, Kind: v.Kind, Title: v.Title,
 				Category: v.Category, Room: v.Room, SuppliedPriceCents: v.SuppliedPriceCents, ReviewStatus: v.ReviewStatus,
 				Version: v.Version, Untrusted: v.Untrusted})
@@ -225,11 +232,17 @@ func listCandidates() Tool {
 }
 
 // candidateView is the one projection of a candidate: imported text is
-// always marked untrusted.
-func candidateView(c domain.Candidate) CandidateView {
+// always marked untrusted, and the supplied price is shown only to a role
+// whose item projection shows prices — a promotion that keeps it makes it
+// the item's price, which the item projection hides from the others.
+func candidateView(role string, c domain.Candidate) CandidateView {
+	price := c.SuppliedPriceCents
+	if !slices.Contains(itemFields[role], fPrice) {
+		price = nil
+	}
 	return CandidateView{ID: c.ID, SaleID: c.SaleID, Kind: c.Kind, Title: c.Title,
 		Description: c.Description, Category: c.Category, Room: c.Room, Condition: c.Condition, Quantity: c.Quantity,
-		SuppliedPriceCents: c.SuppliedPriceCents, Notes: c.Notes, ReviewStatus: c.ReviewStatus,
+		SuppliedPriceCents: price, Notes: c.Notes, ReviewStatus: c.ReviewStatus,
 		DuplicateOfCandidateID: c.DuplicateOfCandidateID, DuplicateOfItemID: c.DuplicateOfItemID, ReviewReason: c.ReviewReason,
 		ImportRunID: c.ImportRunID, SourceRecordID: c.SourceRecordID, Version: c.Version, CreatedAt: c.CreatedAt, Untrusted: true}
 }
@@ -378,7 +391,7 @@ func getCandidate() Tool {
 		if err != nil {
 			return GetCandidateOutput{}, Effects{}, err
 		}
-		return GetCandidateOutput{Candidate: candidateView(c)}, Effects{}, nil
+		return GetCandidateOutput{Candidate: candidateView(env.Principal.Role, c)}, Effects{}, nil
 	})
 }
 
@@ -668,6 +681,9 @@ func getDispositionQueue() Tool {
 			return GetDispositionQueueOutput{}, Effects{}, err
 		}
 		role := env.Principal.Role
+		if err := filtersReadable(role, [2]string{fSale, in.SaleID}, [2]string{fRoom, in.Room}); err != nil {
+			return GetDispositionQueueOutput{}, Effects{}, err
+		}
 		page, err := env.Backend.DispositionQueue(ctx, env.Principal, domain.DispositionQuery{SaleID: in.SaleID, Room: in.Room,
 			Limit: in.Limit, After: after}, summaryIncludes(role))
 		if err != nil {

@@ -996,3 +996,66 @@ func TestReads_ScopedToolsAnswerFromFixtures(t *testing.T) {
 		}
 	}
 }
+
+// Found by the attack review of issue 18: a role reads no item field
+// through another door. A candidate's supplied price (the item's price
+// once a promotion keeps it) is shown only to roles that see prices, in
+// the list, the get and the review; and a list filter on a field the
+// role's projection hides is refused, changing nothing.
+func TestProjection_NoFieldThroughCandidatesOrFilters(t *testing.T) {
+	e := readsEnv(t)
+	var priced domain.Candidate
+	for _, c := range fixtures.Dataset().Candidates {
+		if c.TenantID == fixtures.DemoTenantID && c.SuppliedPriceCents != nil {
+			priced = c
+			break
+		}
+	}
+	if priced.ID == "" {
+		t.Fatal("no fixture candidate has a supplied price")
+	}
+	var room string
+	for _, it := range fixtures.Dataset().Items {
+		if it.TenantID == fixtures.DemoTenantID && it.Room != "" {
+			room = it.Room
+			break
+		}
+	}
+	checked := 0
+	for role, user := range staffOf {
+		cs := sessionFor(e, fixtures.DemoTenantID, user)
+		fields := catalog.ItemFieldsFor(role)
+		seesPrice := slices.Contains(fields, "price_cents")
+
+		if got := callOn(t, cs, "trove_get_candidate", map[string]any{"candidate_id": priced.ID}, nil); got.Status == "succeeded" {
+			checked++
+			c := dataAs[catalog.GetCandidateOutput](t, got).Candidate
+			if (c.SuppliedPriceCents != nil) != seesPrice || seesPrice && *c.SuppliedPriceCents != *priced.SuppliedPriceCents {
+				t.Errorf("%s: trove_get_candidate supplied price = %v; sees prices: %v", role, c.SuppliedPriceCents, seesPrice)
+			}
+			list := dataAs[catalog.ListCandidatesOutput](t, callOn(t, cs, "trove_list_candidates", map[string]any{"sale_id": priced.SaleID, "limit": 100}, nil))
+			i := slices.IndexFunc(list.Candidates, func(s catalog.CandidateSummary) bool { return s.ID == priced.ID })
+			if i < 0 || (list.Candidates[i].SuppliedPriceCents != nil) != seesPrice {
+				t.Errorf("%s: trove_list_candidates row of %s = %+v; sees prices: %v", role, priced.ID, list.Candidates, seesPrice)
+			}
+		}
+
+		before := e.digest()
+		got := callOn(t, cs, "trove_list_items", map[string]any{"room": room}, nil)
+		if slices.Contains(fields, "room") {
+			if got.Status != "succeeded" || len(dataAs[rawItems](t, got).Items) == 0 {
+				t.Errorf("%s may read rooms, yet filtering by room %q: %s", role, room, got.raw)
+			}
+			continue
+		}
+		wantCode(t, got, "failed", "invalid_input")
+		if !strings.Contains(got.raw, `"room"`) {
+			t.Errorf("%s: the refusal does not name the field: %s", role, got.raw)
+		}
+		assertOnlyEventsChanged(t, before, e.digest())
+		checked++
+	}
+	if checked < 4 {
+		t.Fatalf("checked %d role cases", checked)
+	}
+}
