@@ -449,42 +449,49 @@ func decodeStrict(rs *jsonschema.Resolved, raw json.RawMessage, dst any, limit i
 }
 
 // schemaError turns a jsonschema validation error into an InputError with a
-// short, value-free message.
+// short, value-free message. jsonschema-go wraps a failure once per schema
+// level ("validating /properties/title: maxLength: \"…\" contains …"): the
+// field and the keyword are read from that structure only, never from the
+// rest of the text, which quotes the caller's own value (a value holding
+// "maxLength" or "unexpected additional properties" was misreported, and
+// echoed, before the attack review of issue 18).
 func schemaError(err error) error {
-	msg := err.Error()
+	rest := err.Error()
 	field := "arguments"
-	// jsonschema-go messages look like: validating /properties/title: maxLength: ...
-	if i := strings.Index(msg, "/properties/"); i >= 0 {
-		rest := msg[i+len("/properties/"):]
-		if j := strings.IndexAny(rest, ": /"); j > 0 {
-			field = rest[:j]
-		} else {
-			field = rest
+	for strings.HasPrefix(rest, "validating ") {
+		path, after, ok := strings.Cut(rest[len("validating "):], ": ")
+		if !ok {
+			break
 		}
+		if field == "arguments" {
+			if _, name, found := strings.Cut(path, "/properties/"); found {
+				field, _, _ = strings.Cut(name, "/")
+			}
+		}
+		rest = after
 	}
-	switch {
-	case strings.Contains(msg, "unexpected additional properties"):
-		if i := strings.Index(msg, "unexpected additional properties"); i >= 0 {
-			return domain.Invalid("arguments", "unknown field(s) "+truncate(msg[i+len("unexpected additional properties"):], 120)+": remove them")
-		}
-	case strings.Contains(msg, "required: missing properties"):
-		i := strings.Index(msg, "missing properties")
-		return domain.Invalid("arguments", "missing required field(s) "+truncate(strings.TrimSpace(msg[i+len("missing properties"):]), 120))
-	case strings.Contains(msg, "maxLength"):
+	if names, ok := strings.CutPrefix(rest, "unexpected additional properties"); ok {
+		return domain.Invalid("arguments", "unknown field(s) "+truncate(names, 120)+": remove them")
+	}
+	keyword, detail, _ := strings.Cut(rest, ": ")
+	switch keyword {
+	case "required":
+		return domain.Invalid("arguments", "missing required field(s) "+truncate(strings.TrimPrefix(detail, "missing properties: "), 120))
+	case "maxLength":
 		return domain.Invalid(field, "too long")
-	case strings.Contains(msg, "minLength"):
+	case "minLength":
 		return domain.Invalid(field, "too short")
-	case strings.Contains(msg, "pattern"):
+	case "pattern":
 		return domain.Invalid(field, "malformed: see the tool's input schema for the expected format")
-	case strings.Contains(msg, "enum"):
+	case "enum":
 		return domain.Invalid(field, "not one of the allowed values")
-	case strings.Contains(msg, "maximum") || strings.Contains(msg, "minimum"):
+	case "maximum", "minimum":
 		return domain.Invalid(field, "out of range")
-	case strings.Contains(msg, "maxItems"):
+	case "maxItems":
 		return domain.Invalid(field, "too many entries")
-	case strings.Contains(msg, "minItems"):
+	case "minItems":
 		return domain.Invalid(field, "too few entries: omit it rather than send an empty list")
-	case strings.Contains(msg, "type:"):
+	case "type":
 		return domain.Invalid(field, "wrong type")
 	}
 	return domain.Invalid(field, "does not match the tool's input schema")
