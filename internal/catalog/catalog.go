@@ -1,5 +1,8 @@
 package catalog
 
+// The input schemas tools/list sends, generated from the reflected ones.
+//go:generate go test -run TestCatalog_GeneratedInputSchemas -update .
+
 import (
 	"cmp"
 	"slices"

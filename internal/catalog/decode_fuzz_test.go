@@ -29,7 +29,7 @@ import (
 func FuzzToolArguments(f *testing.F) {
 	tools := All()
 	for i := range tools {
-		s := tools[i].InputSchema
+		s := tools[i].InputSchema()
 		for _, full := range []bool{false, true} {
 			ex, err := json.Marshal(schemaExample(s, full, 0))
 			if err != nil {
@@ -126,7 +126,7 @@ func checkInputError(t *testing.T, tool *Tool, err error) {
 		t.Fatalf("%s: refusal is %T, not an InputError: %v", tool.Name, err, err)
 	}
 	top, _, _ := strings.Cut(ie.Field, ".")
-	if ie.Field != "arguments" && tool.InputSchema.Properties[top] == nil {
+	if ie.Field != "arguments" && tool.InputSchema().Properties[top] == nil {
 		t.Fatalf("%s: refusal names %q, not a field of the tool: %v", tool.Name, ie.Field, err)
 	}
 	if len(ie.Reason) == 0 || len(err.Error()) > 400 {

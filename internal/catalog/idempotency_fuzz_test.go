@@ -26,7 +26,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 	for i := range All() {
 		if All()[i].Persists {
 			writes = append(writes, &All()[i])
-			bases = append(bases, schemaExample(All()[i].InputSchema, false, 0).(map[string]any))
+			bases = append(bases, schemaExample(All()[i].InputSchema(), false, 0).(map[string]any))
 		}
 	}
 	if len(writes) == 0 {

@@ -89,14 +89,28 @@ func (d Definition) argumentLimit() int {
 // capability does not exist yet: it is listed in the catalog but Decide
 // never shows it.
 func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in In) (Out, Effects, error)) Tool {
-	in, err := jsonschema.For[In](nil)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
-	}
-	applyTags(in, reflect.TypeFor[In]())
-	inJSON, err := json.Marshal(in)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
+	// The input schema by reflection over In and its tags: what validates a
+	// call, built on the tool's first call. What tools/list sends is the
+	// same schema generated at build time (inputschemas_gen.go, held equal
+	// to this one by TestCatalog_GeneratedInputSchemas): reflecting and
+	// encoding 51 schemas was a quarter of a server's start.
+	input := sync.OnceValue(func() *jsonschema.Schema {
+		in, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
+		}
+		applyTags(in, reflect.TypeFor[In]())
+		return in
+	})
+	inJSON := json.RawMessage(generatedInputSchemas[d.Name])
+	if len(inJSON) == 0 {
+		// A tool defined since the file was generated (the test fails
+		// until it is): encoded here, as before.
+		b, err := json.Marshal(input())
+		if err != nil {
+			panic(fmt.Sprintf("catalog: %s input schema: %v", d.Name, err))
+		}
+		inJSON = b
 	}
 	// The output schema cannot fail to build where the catalog test built
 	// it; built lazily, a failure would panic on first use, so the test
@@ -110,9 +124,9 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 	})
 	t := Tool{
 		Definition:      d,
-		InputSchema:     in,
 		InputSchemaJSON: inJSON,
 		lazy: &lazySchemas{
+			input:      input,
 			inputHash:  sync.OnceValue(func() string { return jsonHash(inJSON) }),
 			output:     output,
 			outputHash: sync.OnceValue(func() string { return schemaHash(output()) }),
@@ -122,7 +136,7 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 	// Resolving compiles every pattern: done on a tool's first call rather
 	// than at start-up, which keeps a server's cold start short. The catalog
 	// test decodes through every tool, so a bad schema still fails the build.
-	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return in.Resolve(nil) })
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return input().Resolve(nil) })
 	t.decode = func(raw json.RawMessage) (any, error) {
 		resolved, err := resolve()
 		if err != nil {

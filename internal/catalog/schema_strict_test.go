@@ -41,7 +41,7 @@ func TestHardening_InputSchemasRefuseUnknownPropertiesAtEveryLevel(t *testing.T)
 		}
 	}
 	for _, tl := range All() {
-		walk(tl.Name, "", tl.InputSchema)
+		walk(tl.Name, "", tl.InputSchema())
 	}
 	if objects < len(All()) {
 		t.Fatalf("walked %d object schemas for %d tools", objects, len(All()))

@@ -157,10 +157,10 @@ func TestCatalog_TagLiterals(t *testing.T) {
 	prop := func(tool, field string) *jsonschema.Schema {
 		t.Helper()
 		tl, ok := Lookup(tool)
-		if !ok || tl.InputSchema.Properties[field] == nil {
+		if !ok || tl.InputSchema().Properties[field] == nil {
 			t.Fatalf("%s.%s missing", tool, field)
 		}
-		return tl.InputSchema.Properties[field]
+		return tl.InputSchema().Properties[field]
 	}
 	for _, c := range []struct {
 		tool, field, prefix string
@@ -193,7 +193,7 @@ func TestCatalog_TagLiterals(t *testing.T) {
 		}
 	}
 	for _, tool := range All() {
-		if p := tool.InputSchema.Properties["effective_at"]; p != nil && p.Pattern != rfc3339Pattern {
+		if p := tool.InputSchema().Properties["effective_at"]; p != nil && p.Pattern != rfc3339Pattern {
 			t.Errorf("%s.effective_at pattern %q, want the RFC 3339 pattern", tool.Name, p.Pattern)
 		}
 	}
@@ -289,7 +289,7 @@ func isDryRun(t *Tool) bool {
 // checkTier applies the rules of each tier (spec §10, §14, §16, §18.2).
 func checkTier(t *testing.T, tool *Tool) {
 	t.Helper()
-	props := propertyNames(tool.InputSchema)
+	props := propertyNames(tool.InputSchema())
 	noChange := !tool.Impact.CanonicalStateChanged && !tool.Impact.PublicStateChanged
 	switch tool.Tier {
 	case TierPublicRead:
@@ -348,7 +348,7 @@ func checkTier(t *testing.T, tool *Tool) {
 		if !slices.Equal(props, []string{"idempotency_key", "proposal_id", "request_id"}) {
 			t.Errorf("controlled action input = %v, want exactly proposal_id, idempotency_key, request_id", props)
 		}
-		if !slices.Contains(tool.InputSchema.Required, "proposal_id") {
+		if !slices.Contains(tool.InputSchema().Required, "proposal_id") {
 			t.Error("proposal_id is required")
 		}
 		if tool.Risk != RiskControlledWrite && tool.Risk != RiskHighImpact {
@@ -493,13 +493,13 @@ func TestCatalog_TagEnumsAreTheDomains(t *testing.T) {
 		{"trove_propose_buyer_notification", "channels", domain.NotificationChannels()},
 	} {
 		tl, ok := Lookup(c.tool)
-		if !ok || tl.InputSchema.Properties[c.field] == nil {
+		if !ok || tl.InputSchema().Properties[c.field] == nil {
 			t.Errorf("%s.%s missing", c.tool, c.field)
 			continue
 		}
 		var got []string
-		enum := tl.InputSchema.Properties[c.field].Enum
-		if items := tl.InputSchema.Properties[c.field].Items; len(enum) == 0 && items != nil {
+		enum := tl.InputSchema().Properties[c.field].Enum
+		if items := tl.InputSchema().Properties[c.field].Items; len(enum) == 0 && items != nil {
 			enum = items.Enum // a list of enum values
 		}
 		for _, e := range enum {

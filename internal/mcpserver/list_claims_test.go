@@ -111,7 +111,7 @@ func TestListTools_DescriptionsTellTheTruth(t *testing.T) {
 		if tool.Tier == catalog.TierPublicRead {
 			max = domain.MaxSearchPageSize
 		}
-		limit := tool.InputSchema.Properties["limit"]
+		limit := tool.InputSchema().Properties["limit"]
 		if limit == nil || limit.Maximum == nil || int(*limit.Maximum) != max ||
 			!strings.Contains(limit.Description, fmt.Sprintf("(default %d, max %d)", domain.DefaultPageSize, max)) {
 			t.Errorf("%s: limit field %+v does not state default %d, max %d", name, limit, domain.DefaultPageSize, max)

@@ -681,7 +681,7 @@ func TestPagination_EveryRowOnceWithConcurrentInserts(t *testing.T) {
 func idParams(t *testing.T, tool *catalog.Tool, foreign map[string]string) []string {
 	t.Helper()
 	var out []string
-	for name, p := range tool.InputSchema.Properties {
+	for name, p := range tool.InputSchema().Properties {
 		if !strings.HasSuffix(name, "_id") || name == "request_id" {
 			continue
 		}
@@ -729,7 +729,7 @@ func TestCrossTenant_EveryReadToolEveryIDParameter(t *testing.T) {
 		for _, param := range idParams(t, tool, foreign) {
 			prefix := ""
 			for p := range foreign {
-				if tool.InputSchema.Properties[param].Pattern == domain.IDPattern(p) {
+				if tool.InputSchema().Properties[param].Pattern == domain.IDPattern(p) {
 					prefix = p
 				}
 			}
