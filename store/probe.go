@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -63,26 +62,8 @@ func probe(ctx context.Context, path string) error {
 		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
 			return nil
 		}
-	} else {
-		hdr, err := checkHeader(path)
-		if err != nil {
-			return err
-		}
-		// The common case, this store's own file in WAL mode, is settled
-		// from the header alone (issue 18: the probe connection parsed the
-		// whole schema, ~10 % of `mcp serve`'s start). The header of a WAL
-		// database may lag its WAL; it can only show an older user_version,
-		// and migrate refuses a newer one read through SQLite. Anything
-		// else — another application's file, a rollback-journal file, an
-		// empty header — gets the full probe.
-		ours, newer := ownHeader(hdr)
-		if newer {
-			return fmt.Errorf("store: open %s: schema version %d, this release knows up to %d: %w",
-				path, binary.BigEndian.Uint32(hdr[60:64]), LatestSchemaVersion(), ErrNewerSchema)
-		}
-		if ours {
-			return nil
-		}
+	} else if err := checkHeader(path); err != nil {
+		return err
 	}
 
 	db, err := sql.Open("sqlite", fileURI(path)+"?mode=ro")
@@ -149,36 +130,21 @@ func probe(ctx context.Context, path string) error {
 }
 
 // checkHeader reads the 100-byte database header with plain file I/O.
-func checkHeader(path string) ([]byte, error) {
+func checkHeader(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", path, err)
 	}
 	defer func() { _ = f.Close() }()
 	hdr := make([]byte, 100)
 	if _, err := io.ReadFull(f, hdr); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("store: open %s: shorter than a SQLite header: %w", path, ErrCorruptDB)
+			return fmt.Errorf("store: open %s: shorter than a SQLite header: %w", path, ErrCorruptDB)
 		}
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if !bytes.Equal(hdr[:len(sqliteMagic)], sqliteMagic) {
-		return nil, fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
+		return fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
 	}
-	return hdr, nil
-}
-
-// ownHeader reads a database header (https://sqlite.org/fileformat.html):
-// ours when it is a WAL database (read and write versions 2) stamped with
-// this store's application_id and a schema version this release knows;
-// newer when it is stamped ours with a later schema version.
-func ownHeader(hdr []byte) (ours, newer bool) {
-	if len(hdr) < 100 || binary.BigEndian.Uint32(hdr[68:72]) != uint32(ApplicationID) {
-		return false, false
-	}
-	version := int64(binary.BigEndian.Uint32(hdr[60:64]))
-	if version > int64(LatestSchemaVersion()) {
-		return false, true
-	}
-	return hdr[18] == 2 && hdr[19] == 2 && version > 0, false
+	return nil
 }
