@@ -85,13 +85,14 @@ const (
 
 // The field groups of §12.2. Cataloging is what a cataloger works with;
 // pricing is internal (tag price, guidance, cost, appraisal, notes,
-// history); checkout is what a tag scan needs: the public title, the QR
-// identity, the item's selling status and the status changes checkout may
-// propose, with the version a proposal binds.
+// history); checkout is what a tag scan needs: the sale it is on (the scope
+// of checkout's work, which it filters by and status events show), the
+// public title, the QR identity, the item's selling status and the status
+// changes checkout may propose, with the version a proposal binds.
 var (
 	catalogingFields = []string{fSale, fTitle, fDesc, fCategory, fRoom, fStatus, fVersion, fPhotos, fReadiness, fUpdated}
 	pricingFields    = []string{fPrice, fGuidance, fCostBasis, fAppraisal, fNotes, fPricingHistory}
-	checkoutFields   = []string{fTitle, fStatus, fVersion, fQR, fCheckoutActions}
+	checkoutFields   = []string{fSale, fTitle, fStatus, fVersion, fQR, fCheckoutActions}
 )
 
 // itemFields is THE projection table: role → fields it may see (besides

@@ -125,9 +125,7 @@ func listItems() Tool {
 			return ListItemsOutput{}, Effects{}, err
 		}
 		role := env.Principal.Role
-		// The sale is the scope of a member's work (sale assignment), which
-		// every role that lists items may name; the other filters are fields.
-		if err := filtersReadable(role, [2]string{fStatus, in.Status}, [2]string{fRoom, in.Room},
+		if err := filtersReadable(role, [2]string{fSale, in.SaleID}, [2]string{fStatus, in.Status}, [2]string{fRoom, in.Room},
 			[2]string{fCategory, in.Category}); err != nil {
 			return ListItemsOutput{}, Effects{}, err
 		}
@@ -467,7 +465,8 @@ type SourceRecordView struct {
 	ID           string   `json:"id"`
 	Ordinal      int      `json:"ordinal"`
 	PayloadHash  string   `json:"payload_hash"`
-	Payload      string   `json:"payload"`
+	Payload      string   `json:"payload" jsonschema:"the record as it came; empty when withheld"`
+	Withheld     bool     `json:"payload_withheld,omitempty" jsonschema:"true when your role may not see prices: a source record may carry one, which a promotion makes the item's"`
 	CandidateIDs []string `json:"candidate_ids"`
 	Untrusted    bool     `json:"untrusted_content"`
 }
@@ -519,9 +518,19 @@ func getImportRun() Tool {
 			Candidates: CandidateCounts{NeedsReview: d.Candidates.NeedsReview, Approved: d.Candidates.Approved,
 				Rejected: d.Candidates.Rejected, Promoted: d.Candidates.Promoted, Duplicate: d.Candidates.Duplicate},
 			Records: make([]SourceRecordView, 0, len(d.Records))}
+		// A source record may carry a price (a CSV's price column, an MCP
+		// write's supplied_price_cents), which a promotion that keeps it
+		// makes the item's: a role that may not see prices gets the record
+		// without its payload, as candidateView withholds the supplied price
+		// (attack review, issue 18). The hash still identifies it.
+		withhold := !slices.Contains(itemFields[env.Principal.Role], fPrice)
 		for _, r := range d.Records {
-			out.Records = append(out.Records, SourceRecordView{ID: r.ID, Ordinal: r.Ordinal, PayloadHash: r.PayloadHash,
-				Payload: r.Payload, CandidateIDs: r.CandidateIDs, Untrusted: true})
+			v := SourceRecordView{ID: r.ID, Ordinal: r.Ordinal, PayloadHash: r.PayloadHash,
+				Payload: r.Payload, CandidateIDs: r.CandidateIDs, Untrusted: true}
+			if withhold {
+				v.Payload, v.Withheld = "", true
+			}
+			out.Records = append(out.Records, v)
 		}
 		return out, Effects{}, nil
 	})

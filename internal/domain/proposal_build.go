@@ -555,7 +555,9 @@ func BuildIdentity(p Principal, d ProposalDraft, prop *Proposal, items []Item, t
 			return Because(ErrTransitionInvalid, "item %s already carries %s", it.ID, code)
 		}
 		if it.QRCode != "" {
-			return Because(ErrTransitionInvalid, "item %s carries %s: release it first", it.ID, it.QRCode)
+			// Never the tag itself: a role whose item projection hides
+			// qr_code may still propose binding one (attack review, issue 18).
+			return Because(ErrTransitionInvalid, "item %s already carries another tag: release it first", it.ID)
 		}
 		if err := tagFree(code, it.ID); err != nil {
 			return err

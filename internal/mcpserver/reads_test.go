@@ -70,7 +70,7 @@ var declaredItemFields = func() map[string][]string {
 	cataloger := []string{"id", "sale_id", "title", "description", "category", "room", "status", "version", "photos",
 		"publication_readiness", "updated_at"}
 	pricing := []string{"price_cents", "internal_price_guidance_cents", "cost_basis_cents", "appraisal_flag", "staff_notes", "pricing_history"}
-	checkout := []string{"id", "title", "status", "version", "qr_code", "checkout_actions"}
+	checkout := []string{"id", "sale_id", "title", "status", "version", "qr_code", "checkout_actions"}
 	all := slices.Concat(cataloger, pricing, []string{"qr_code", "checkout_actions"})
 	return map[string][]string{
 		domain.RoleCataloger: cataloger,
@@ -1037,6 +1037,34 @@ func TestProjection_NoFieldThroughCandidatesOrFilters(t *testing.T) {
 			i := slices.IndexFunc(list.Candidates, func(s catalog.CandidateSummary) bool { return s.ID == priced.ID })
 			if i < 0 || (list.Candidates[i].SuppliedPriceCents != nil) != seesPrice {
 				t.Errorf("%s: trove_list_candidates row of %s = %+v; sees prices: %v", role, priced.ID, list.Candidates, seesPrice)
+			}
+		}
+
+		// An import run's source records: payloads only to roles that see
+		// prices (a record may carry one).
+		if got := callOn(t, cs, "trove_get_import_run", map[string]any{"run_id": priced.ImportRunID}, nil); got.Status == "succeeded" {
+			var run struct {
+				Records []struct {
+					Payload  string `json:"payload"`
+					Withheld bool   `json:"payload_withheld"`
+				} `json:"records"`
+			}
+			if err := json.Unmarshal(got.Data, &run); err != nil || len(run.Records) == 0 {
+				t.Fatalf("%s: import run: %s", role, got.raw)
+			}
+			for _, r := range run.Records {
+				if r.Withheld == seesPrice || (r.Payload == "") != r.Withheld {
+					t.Errorf("%s: record payload %q withheld=%v; sees prices: %v", role, r.Payload, r.Withheld, seesPrice)
+				}
+			}
+		}
+		// A proposal refused because the item has a tag does not name it.
+		if !slices.Contains(fields, "qr_code") {
+			tagged := fullItem(t)
+			ref := callOn(t, cs, "trove_propose_identity_binding", map[string]any{"item_id": tagged.ID, "expected_version": tagged.Version,
+				"action": "bind", "qr_code": "QR-999-9999", "idempotency_key": "leak-" + role + "-0001"}, nil)
+			if strings.Contains(ref.raw, tagged.QRCode) {
+				t.Errorf("%s: a refusal names the item's hidden tag: %s", role, ref.raw)
 			}
 		}
 
