@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"regexp/syntax"
 	"strconv"
 	"strings"
@@ -136,7 +137,15 @@ func define[In, Out any](d Definition, h func(ctx context.Context, env Env, in I
 	// Resolving compiles every pattern: done on a tool's first call rather
 	// than at start-up, which keeps a server's cold start short. The catalog
 	// test decodes through every tool, so a bad schema still fails the build.
-	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return input().Resolve(nil) })
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		// What tools/list told hosts must be what validates: a stale
+		// generated schema (a release built without the catalog test) fails
+		// the tool closed rather than enforce a schema nobody was shown.
+		if b, err := json.Marshal(input()); err != nil || !bytes.Equal(b, inJSON) {
+			return nil, fmt.Errorf("catalog: %s: the advertised input schema is not the one that validates", d.Name)
+		}
+		return input().Resolve(nil)
+	})
 	t.decode = func(raw json.RawMessage) (any, error) {
 		resolved, err := resolve()
 		if err != nil {
@@ -485,7 +494,7 @@ func schemaError(err error) error {
 		rest = after
 	}
 	if names, ok := strings.CutPrefix(rest, "unexpected additional properties"); ok {
-		return domain.Invalid("arguments", "unknown field(s) "+truncate(names, 120)+": remove them")
+		return domain.Invalid("arguments", unknownFields(names))
 	}
 	keyword, detail, _ := strings.Cut(rest, ": ")
 	switch keyword {
@@ -516,7 +525,40 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two
+	}
 	return s[:n] + "…"
+}
+
+// quotedName finds the Go-quoted names of a jsonschema-go message.
+var quotedName = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// plainField is a field name a refusal may repeat: the caller chose it, so
+// only a plain identifier is echoed (attack review, issue 18).
+var plainField = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// unknownFields names the unknown fields of a refusal: at most five plain
+// names, and how many others there are.
+func unknownFields(list string) string {
+	var shown []string
+	others := 0
+	for _, q := range quotedName.FindAllString(list, -1) {
+		name, err := strconv.Unquote(q)
+		if err != nil || !plainField.MatchString(name) || len(shown) == 5 {
+			others++
+			continue
+		}
+		shown = append(shown, strconv.Quote(name))
+	}
+	msg := "unknown field(s) " + strings.Join(shown, ", ")
+	switch {
+	case len(shown) == 0:
+		msg = fmt.Sprintf("%d unknown field(s)", others)
+	case others > 0:
+		msg += fmt.Sprintf(" and %d other(s)", others)
+	}
+	return msg + ": remove them"
 }
 
 func majorOf(v string) int {
