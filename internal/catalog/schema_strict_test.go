@@ -87,30 +87,40 @@ func TestHardening_DecodeStrictRefusesUnknownFieldsAndTrailingData(t *testing.T)
 // what a regexp really matches (checkStrict holds every input string to a
 // bound).
 func TestSchema_PatternMaxLen(t *testing.T) {
+	a := strings.Repeat
 	for _, c := range []struct {
 		pattern string
 		n       int
 		ok      bool
+		// longest is a match of length n (the bound is reached); longer a
+		// string one character longer built the same way, which must not
+		// match. For an unbounded pattern, longer is a long match.
+		longest, longer string
 	}{
-		{`^sale_[A-Za-z0-9]{1,40}$`, 45, true},
-		{`^[A-Za-z0-9._:-]{8,255}$`, 255, true},
-		{`^(ab|c){2}x?$`, 5, true},
-		{`^[a-z0-9_]+(\.[a-z0-9_]+)*$`, 0, false},
-		{`^a{3,}$`, 0, false},
-		{`sale_[a-z]{1,4}`, 0, false}, // not anchored: any length matches
-		{`^a{2}$|^b$`, 0, false},
-		{`(`, 0, false},
+		{`^sale_[A-Za-z0-9]{1,40}$`, 45, true, "sale_" + a("a", 40), "sale_" + a("a", 41)},
+		{`^[A-Za-z0-9._:-]{8,255}$`, 255, true, a("k", 255), a("k", 256)},
+		{`^(ab|c){2}x?$`, 5, true, "ababx", "ababxx"},
+		{`^[a-z0-9_]+(\.[a-z0-9_]+)*$`, 0, false, "", a("a.", 300) + "a"},
+		{`^a{3,}$`, 0, false, "", a("a", 1000)},
+		{`sale_[a-z]{1,4}`, 0, false, "", "sale_abcd" + a("x", 100)}, // not anchored: any length matches
+		{`^a{2}$|^b$`, 0, false, "", ""},
+		{`(`, 0, false, "", ""},
 	} {
 		n, ok := PatternMaxLen(c.pattern)
 		if n != c.n || ok != c.ok {
 			t.Errorf("PatternMaxLen(%q) = %d, %v; want %d, %v", c.pattern, n, ok, c.n, c.ok)
 		}
-		if ok {
-			re := regexp.MustCompile(c.pattern)
-			long := strings.Repeat("a", n+1)
-			if re.MatchString(long) {
-				t.Errorf("%q matches %d characters", c.pattern, n+1)
-			}
+		if c.longer == "" {
+			continue
+		}
+		re := regexp.MustCompile(c.pattern)
+		switch {
+		case ok && (len(c.longest) != n || !re.MatchString(c.longest)):
+			t.Errorf("%q: %q (%d characters) should match", c.pattern, c.longest, len(c.longest))
+		case ok && re.MatchString(c.longer):
+			t.Errorf("%q matches %d characters, past its bound %d", c.pattern, len(c.longer), n)
+		case !ok && !re.MatchString(c.longer):
+			t.Errorf("%q: an unbounded pattern should match %d characters", c.pattern, len(c.longer))
 		}
 	}
 	// The id patterns, whose maxLength went, still refuse one more character.
