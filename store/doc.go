@@ -14,6 +14,9 @@
 //     read-then-write transaction never fails half-way with SQLITE_BUSY when
 //     several processes (several host windows, `trovesnap approve`) share the
 //     file; busy_timeout makes the others wait instead.
+//   - Concurrent write transactions of one process are committed in groups
+//     (group.go): each function in its own savepoint, one COMMIT, every
+//     caller answered only after it. A lone call runs alone, as before.
 //   - A small pool of query_only readers; WAL lets them read while the writer
 //     writes.
 //   - Embedded, numbered migrations tracked by PRAGMA user_version, each in its

@@ -70,6 +70,8 @@ type Store struct {
 
 	w *sql.DB // exactly one connection, BEGIN IMMEDIATE
 	r *sql.DB // query_only readers
+
+	group groupCommit // concurrent write transactions, committed together
 }
 
 // Open opens (creating and migrating if needed) the store at path.
@@ -255,8 +257,20 @@ func (s *Store) dbErr(op string, err error) error {
 // exactly what the commit will build on, across processes. fn must use tx
 // only: the writer has one connection, and s.w inside fn would deadlock.
 // Errors fn returns are returned as they are (fn wraps its own driver
-// errors with dbErr); the transaction is rolled back.
-func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+// errors with dbErr); what fn wrote is rolled back.
+//
+// Concurrent calls are committed in groups (group.go): fn may share its
+// transaction with other callers' functions, each inside its own savepoint,
+// and withTx returns only after the shared COMMIT. Its effect is that of
+// the calls running one after another: fn sees what the functions before it
+// wrote, and a failing fn leaves no trace.
+func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.group.run(s, ctx, fn)
+}
+
+// withSoloTx runs fn alone in one IMMEDIATE transaction. The group's
+// leader uses it for a single job; start-up steps use it directly.
+func (s *Store) withSoloTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return s.dbErr("begin", err)

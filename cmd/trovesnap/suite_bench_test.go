@@ -98,6 +98,11 @@ func BenchmarkSuite(b *testing.B) {
 				trove: throughput(b, n, func() *exec.Cmd { return trove(tdb) }), floor: throughput(b, n, func() *exec.Cmd { return floor(fdb, true) })})
 		}
 
+		for _, n := range []int{1, 8} {
+			rows = append(rows, suiteRow{name: fmt.Sprintf("calls/s, %d in flight on one session (one process)", n), unit: "/s",
+				trove: inFlight(b, n, trove(tdb)), floor: inFlight(b, n, floor(fdb, true))})
+		}
+
 		owner := listBytes(b, trove(tdb))
 		_, catTok := registerFor(b, tdb, "user_90")
 		cataloger := listBytes(b, trove(tdb, "TROVESNAP_CLIENT_TOKEN="+catTok))
@@ -243,6 +248,44 @@ func throughput(b *testing.B, n int, mk func() *exec.Cmd) float64 {
 		p.stop()
 	}
 	return float64(total.Load()) / elapsed.Seconds()
+}
+
+// inFlight is the calls/s of one server process that always has n
+// trove_list_sales requests in flight on its one session, for two seconds:
+// several callers sharing a server, as the HTTP transport's sessions or a
+// host's parallel tool calls do. Every answer is checked.
+func inFlight(b *testing.B, n int, cmd *exec.Cmd) float64 {
+	p := startProc(b, cmd)
+	defer p.stop()
+	send := func() {
+		p.id++
+		fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"trove_list_sales","arguments":{}}}`+"\n", p.id)
+	}
+	for range n {
+		send()
+	}
+	outstanding, done := n, 0
+	deadline := time.Now().Add(2 * time.Second)
+	t0 := time.Now()
+	for outstanding > 0 {
+		line, err := p.out.ReadBytes('\n')
+		if err != nil {
+			b.Fatalf("in flight: %v (stderr: %.500s)", err, p.stderr.String())
+		}
+		var m struct {
+			Result struct{ IsError bool } `json:"result"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil || m.Result.IsError {
+			b.Fatalf("in flight: %.300s", line)
+		}
+		outstanding--
+		done++
+		if time.Now().Before(deadline) {
+			send()
+			outstanding++
+		}
+	}
+	return float64(done) / time.Since(t0).Seconds()
 }
 
 // listBytes is the size of the tools/list answer of a server.

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/audit"
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// holdLeader runs a transaction that holds the writer until n more calls
+// are waiting, so the next transaction groups exactly those n (run hands
+// the lead to the oldest, who takes all of them). It returns when the
+// holding transaction has committed.
+func holdLeader(t *testing.T, s *Store, n int) (release func()) {
+	t.Helper()
+	started := make(chan struct{})
+	finished := make(chan error, 1)
+	go func() {
+		finished <- s.withTx(context.Background(), func(*sql.Tx) error {
+			close(started)
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				s.group.mu.Lock()
+				waiting := len(s.group.pending)
+				s.group.mu.Unlock()
+				if waiting >= n {
+					return nil
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return errors.New("the other calls never queued")
+		})
+	}()
+	<-started
+	return func() {
+		if err := <-finished; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// counterRow is a real table with no foreign keys: each call of the tests
+// below writes one row, named by its bucket.
+func insertCounter(ctx context.Context, tx *sql.Tx, bucket string) error {
+	_, err := tx.ExecContext(ctx, "INSERT INTO rate_counters (bucket, class, window_start, count) VALUES (?, 'read', 0, 1)", bucket)
+	return err
+}
+
+func counterBuckets(t *testing.T, s *Store) map[string]bool {
+	t.Helper()
+	rows, err := s.r.Query("SELECT bucket FROM rate_counters WHERE window_start = 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[string]bool{}
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		out[b] = true
+	}
+	return out
+}
+
+// TestGroupCommit_FailureLeavesNoTraceAndOthersCommit: eight calls share a
+// transaction; the ones that fail (an error, a panic, a context cancelled
+// before their turn) are rolled back alone, the others commit, and every
+// caller gets its own result.
+func TestGroupCommit_FailureLeavesNoTraceAndOthersCommit(t *testing.T) {
+	s := openTest(t)
+	release := holdLeader(t, s, 8)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	errFn := errors.New("this call's own failure")
+	type result struct {
+		err      error
+		panicked any
+	}
+	results := make([]result, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			defer func() { results[i].panicked = recover() }()
+			ctx := context.Background()
+			if i == 5 {
+				ctx = cancelled
+			}
+			results[i].err = s.withTx(ctx, func(tx *sql.Tx) error {
+				if err := insertCounter(ctx, tx, fmt.Sprintf("call_%d", i)); err != nil {
+					return err
+				}
+				switch i {
+				case 1:
+					return errFn
+				case 3:
+					panic("call 3 panics after its write")
+				}
+				return nil
+			})
+		})
+	}
+	release()
+	wg.Wait()
+	if got := s.group.groups.Load(); got != 1 {
+		t.Fatalf("the eight calls ran in %d shared transactions, want 1", got)
+	}
+	want := map[string]bool{"call_0": true, "call_2": true, "call_4": true, "call_6": true, "call_7": true}
+	if got := counterBuckets(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows after the group = %v, want %v", got, want)
+	}
+	for i, r := range results {
+		switch i {
+		case 1:
+			if !errors.Is(r.err, errFn) || r.panicked != nil {
+				t.Errorf("call 1: %v %v, want its own error", r.err, r.panicked)
+			}
+		case 3:
+			if r.panicked != "call 3 panics after its write" {
+				t.Errorf("call 3: panic %v, want its own panic in its own goroutine", r.panicked)
+			}
+		case 5:
+			if !errors.Is(r.err, domain.ErrUnavailable) || !errors.Is(r.err, context.Canceled) {
+				t.Errorf("call 5 (cancelled): %v, want unavailable wrapping context.Canceled", r.err)
+			}
+		default:
+			if r.err != nil || r.panicked != nil {
+				t.Errorf("call %d: %v %v, want success", i, r.err, r.panicked)
+			}
+		}
+	}
+}
+
+// TestGroupCommit_AbandonedTransactionFailsEveryCaller: when SQLite ends the
+// shared transaction under the group (here a function rolls it back, as a
+// full disk would), no caller is told it succeeded and nothing is written —
+// not even what the functions before it wrote and released.
+func TestGroupCommit_AbandonedTransactionFailsEveryCaller(t *testing.T) {
+	s := openTest(t)
+	before := mustCounts(t, s)
+	release := holdLeader(t, s, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			ctx := context.Background()
+			errs[i] = s.withTx(ctx, func(tx *sql.Tx) error {
+				if err := insertCounter(ctx, tx, fmt.Sprintf("call_%d", i)); err != nil {
+					return err
+				}
+				if i == 2 {
+					_, err := tx.ExecContext(ctx, "ROLLBACK")
+					return err
+				}
+				return nil
+			})
+		})
+	}
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Errorf("call %d: %v, want unavailable", i, err)
+		}
+	}
+	if got := counterBuckets(t, s); len(got) != 0 {
+		t.Errorf("rows after the abandoned group: %v, want none", got)
+	}
+	if after := mustCounts(t, s); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("table counts moved: %v → %v", before, after)
+	}
+	// The writer is usable again.
+	if err := s.withTx(context.Background(), func(tx *sql.Tx) error { return insertCounter(context.Background(), tx, "after") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterBuckets(t, s); !got["after"] || len(got) != 1 {
+		t.Fatalf("rows after the next call: %v", got)
+	}
+}
+
+// TestGroupCommit_ConcurrentEventsKeepTheChain: 200 events appended by 16
+// goroutines into three tenant chains. Every call returns only after its
+// event is committed (each is readable when its call returns), the events
+// were grouped, and `audit verify` finds every chain intact.
+func TestGroupCommit_ConcurrentEventsKeepTheChain(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	tenants := []string{tenantA, tenantB, ""}
+	base := s.group.groups.Load()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < 200; i += 16 {
+				e := benchEvent(i, tenants[i%3])
+				if err := s.AppendEvent(ctx, e); err != nil {
+					mu.Lock()
+					failures = append(failures, err.Error())
+					mu.Unlock()
+					return
+				}
+				var n int
+				if err := s.r.QueryRow("SELECT count(*) FROM plugin_events WHERE id = ?", e.ID).Scan(&n); err != nil || n != 1 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("%s not committed when its call returned (%d, %v)", e.ID, n, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatal(failures)
+	}
+	rep, err := audit.Verify(ctx, s, audit.VerifyOptions{})
+	if err != nil || !rep.Intact {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+	var n int
+	if err := s.r.QueryRow("SELECT count(*) FROM plugin_events WHERE id LIKE 'event_b%'").Scan(&n); err != nil || n != 200 {
+		t.Fatalf("events: %d %v", n, err)
+	}
+	t.Logf("200 events in %d shared transactions", s.group.groups.Load()-base)
+}
