@@ -120,13 +120,48 @@ func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID 
 // one statement under the write lock, so processes sharing the file cannot
 // together exceed the limit. Anonymous calls share the bucket "public".
 func (s *Store) ConsumeRate(ctx context.Context, p domain.Principal, class string) (domain.RateDecision, error) {
-	d := domain.RateDecision{Class: class}
-	l, err := s.effectiveLimits(ctx, s.r, p.TenantID, p.Client.ID)
+	var d domain.RateDecision
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		d, err = s.consumeRate(ctx, tx, p, class)
+		return err
+	})
+	return d, err
+}
+
+// AppendEventCounted counts a read in its limit class and records its
+// event in the same transaction (issue 18: one commit per read instead of
+// two). Over the limit nothing is written and the decision is returned
+// with Allowed false: the gate then answers rate_limited, withholds the
+// read's data and records the refusal. Counting after the read keeps the
+// limit exact across processes, because count and event commit together.
+func (s *Store) AppendEventCounted(ctx context.Context, e domain.Event, p domain.Principal, class string) (domain.RateDecision, error) {
+	var d domain.RateDecision
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if d, err = s.consumeRate(ctx, tx, p, class); err != nil || !d.Allowed {
+			return err
+		}
+		if e.OccurredAt.IsZero() {
+			e.OccurredAt = s.clock.Now()
+		}
+		return s.insertEvent(ctx, tx, e)
+	})
 	if err != nil {
-		return d, err
+		d.Allowed = false
 	}
+	return d, err
+}
+
+// consumeRate is ConsumeRate inside tx.
+func (s *Store) consumeRate(ctx context.Context, tx *sql.Tx, p domain.Principal, class string) (domain.RateDecision, error) {
+	d := domain.RateDecision{Class: class}
 	if !slices.Contains(domain.LimitClasses(), class) {
 		return d, fmt.Errorf("store: unknown limit class %q: %w", class, domain.ErrInvalidInput)
+	}
+	l, err := s.effectiveLimits(ctx, tx, p.TenantID, p.Client.ID)
+	if err != nil {
+		return d, err
 	}
 	d.Limit = l.PerMinute(class)
 	bucket := p.Client.ID
@@ -139,23 +174,20 @@ func (s *Store) ConsumeRate(ctx context.Context, p domain.Principal, class strin
 	if d.Limit == 0 {
 		return d, nil // a limit of 0 admits nothing
 	}
+	// Old windows are dropped as new ones start; the table stays tiny.
+	if _, err := tx.ExecContext(ctx, "DELETE FROM rate_counters WHERE bucket = ? AND class = ? AND window_start < ?", bucket, class, window); err != nil {
+		return d, s.dbErr("rate window", err)
+	}
 	var count int64
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		// Old windows are dropped as new ones start; the table stays tiny.
-		if _, err := tx.ExecContext(ctx, "DELETE FROM rate_counters WHERE bucket = ? AND class = ? AND window_start < ?", bucket, class, window); err != nil {
-			return s.dbErr("rate window", err)
-		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO rate_counters (bucket, class, window_start, count) VALUES (?, ?, ?, 1)
-			ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
-			RETURNING count`, bucket, class, window, d.Limit).Scan(&count)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // the window is full: nothing counted
-		}
-		if err != nil {
-			return s.dbErr("rate count", err)
-		}
-		d.Allowed = true
-		return nil
-	})
-	return d, err
+	err = tx.QueryRowContext(ctx, `INSERT INTO rate_counters (bucket, class, window_start, count) VALUES (?, ?, ?, 1)
+		ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
+		RETURNING count`, bucket, class, window, d.Limit).Scan(&count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, nil // the window is full: nothing counted
+	}
+	if err != nil {
+		return d, s.dbErr("rate count", err)
+	}
+	d.Allowed = true
+	return d, nil
 }

@@ -72,6 +72,7 @@ type Gate struct {
 	tel     *telemetry
 	argMem  *byteBudget
 	unres   unresolvedLimiter
+	full    fullWindows // limit windows seen full (ratefold.go)
 }
 
 // New builds a Gate.

@@ -35,17 +35,19 @@ type call struct {
 	args arguments
 	pre  *failure // decided on the raw arguments; reported once the client is known
 
-	p        domain.Principal
-	counted  bool // counted in its tool's limit class: a refusal is not charged again
-	tool     *catalog.Tool
-	input    any               // the strictly decoded input
-	warnings []catalog.Warning // gathered before the domain call
-	write    domain.WriteMeta  // a persisted write's idempotency key
-	replay   bool              // the key was used before with the same input
-	auth     domain.Authorization
-	data     any
-	eff      catalog.Effects
-	stored   bool // the Backend committed the call's event with its write
+	p       domain.Principal
+	counted bool // counted in its tool's limit class: a refusal is not charged again
+	// countAtEvent: the count is taken with the call's event (ratefold.go).
+	countAtEvent bool
+	tool         *catalog.Tool
+	input        any               // the strictly decoded input
+	warnings     []catalog.Warning // gathered before the domain call
+	write        domain.WriteMeta  // a persisted write's idempotency key
+	replay       bool              // the key was used before with the same input
+	auth         domain.Authorization
+	data         any
+	eff          catalog.Effects
+	stored       bool // the Backend committed the call's event with its write
 }
 
 // newCall starts a call: its envelope and its event, anonymous until the
@@ -292,14 +294,19 @@ func (c *call) applyLimits() *failure {
 	if c.g.countsInCall(c.tool) {
 		return nil
 	}
-	rd, err := c.g.b.ConsumeRate(c.ctx, c.p, limitClass(c.tool.Tier))
+	if c.countsWithEvent() {
+		c.counted, c.countAtEvent = true, true
+		return nil
+	}
+	class := limitClass(c.tool.Tier)
+	rd, err := c.g.b.ConsumeRate(c.ctx, c.p, class)
 	if err != nil {
 		return c.g.domainFailure(err)
 	}
 	c.counted = true
 	if !rd.Allowed {
-		return &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
-			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}
+		c.g.full.mark(c.p, class, c.g.clock.Now(), rd.RetryAfterSeconds)
+		return rateLimited(rd)
 	}
 	return nil
 }
@@ -468,7 +475,16 @@ func (c *call) record() *Envelope {
 	c.ctx = step(c.ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, c.stored))
 	if !c.stored {
 		c.ev.Metrics.LatencyMS = ms(time.Since(c.started))
-		if err := c.g.appendEvent(c.ctx, c.ev); err != nil {
+		var err error
+		if c.countAtEvent {
+			var f *failure
+			if f, err = c.appendCounted(c.ctx, c.ev); f != nil {
+				return c.refuse(f) // over the limit: the read's data is withheld
+			}
+		} else {
+			err = c.g.appendEvent(c.ctx, c.ev)
+		}
+		if err != nil {
 			c.g.log.Error("recording plugin_event failed", "tool", c.in.Tool, "err", err)
 			c.env.Data, c.env.Related = nil, domain.Related{}.Normalized()
 			c.env.Warnings = []catalog.Warning{}
@@ -514,7 +530,16 @@ func (c *call) refuse(f *failure) *Envelope {
 	ev.Metrics.EstimatedCostUSD = 0 // nothing ran, nothing was consumed
 	ctx := step(c.ctx, audit.SpanPluginEvent, attribute.Bool(audit.AttrEventStored, f.eventStored))
 	if !f.eventStored {
-		if err := c.g.appendEvent(ctx, ev); err != nil {
+		var err error
+		if c.countAtEvent {
+			var over *failure
+			if over, err = c.appendCounted(ctx, ev); over != nil {
+				return c.refuse(over) // counted with its refusal, and over the limit
+			}
+		} else {
+			err = c.g.appendEvent(ctx, ev)
+		}
+		if err != nil {
 			c.g.log.Error("recording plugin_event failed", "tool", ev.Tool.Name, "err", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -667,4 +668,93 @@ func TestAuditTrace_PolicyAuthorisedExecution(t *testing.T) {
 	if polEvents != 2 {
 		t.Errorf("%d policy events", polEvents)
 	}
+}
+
+// ranDomainCall reports whether the call that recorded eventID reached its
+// domain call (its tool_call span has a domain.execute child).
+func (tel *audTelemetry) ranDomainCall(t *testing.T, eventID string) bool {
+	t.Helper()
+	spans := tel.spans.Ended()
+	root := ""
+	for _, s := range spans {
+		if s.Name() != audit.SpanToolCall {
+			continue
+		}
+		for _, a := range s.Attributes() {
+			if string(a.Key) == audit.AttrEventID && a.Value.AsString() == eventID {
+				root = s.SpanContext().SpanID().String()
+			}
+		}
+	}
+	if root == "" {
+		t.Fatalf("no tool_call span records event %s", eventID)
+	}
+	for _, s := range spans {
+		if s.Name() == audit.SpanDomainExecute && s.Parent().SpanID().String() == root {
+			return true
+		}
+	}
+	return false
+}
+
+// Issue 18: a read is counted in the transaction that records its event.
+// Within the limit each read commits its count with its one event; a
+// refused read (an unknown item) is counted with its refusal. The first read
+// past the limit has run, but its data is withheld: it is answered
+// rate_limited, with one blocked event and nothing counted. From then on,
+// until the window ends, the client's reads are counted before they run
+// and refused without reading. The next window admits it again.
+func TestLimits_ReadCountedWithItsEvent(t *testing.T) {
+	e, tel := newAudEnv(t, "")
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	l := domain.DefaultLimits()
+	l.ReadsPerMinute = 3
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, e.gate, tok)
+	for i := range 2 {
+		env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
+		if env.Status != "succeeded" || e.oneEvent(env).Outcome != domain.OutcomeSuccess {
+			t.Fatalf("read %d: %s", i, env.raw)
+		}
+	}
+	missing := callOn(t, cs, "trove_get_item", map[string]any{"item_id": "item_999999"}, nil)
+	wantCode(t, missing, "failed", "invalid_reference")
+	e.oneEvent(missing)
+
+	before := e.digest()
+	over := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
+	wantCode(t, over, "blocked", "rate_limited")
+	if string(over.Data) != "null" || strings.Contains(over.raw, "sale_") || !strings.Contains(over.raw, `"retry_after_seconds":60`) {
+		t.Fatalf("the read past the limit must carry no data and a retry hint: %s", over.raw)
+	}
+	if ev := e.oneEvent(over); ev.Outcome != domain.OutcomeBlocked || ev.ErrorCode != "rate_limited" {
+		t.Fatalf("its event: %+v", ev)
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
+	if !tel.ranDomainCall(t, over.Audit.PluginEventID) {
+		t.Fatal("the first read past the limit was refused before it ran: the count was not taken with its event")
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{{"trove_list_sales", map[string]any{}}, {"trove_get_item", map[string]any{"item_id": "item_999999"}}} {
+		env := callOn(t, cs, call.tool, call.args, nil)
+		wantCode(t, env, "blocked", "rate_limited")
+		e.oneEvent(env)
+		if tel.ranDomainCall(t, env.Audit.PluginEventID) {
+			t.Fatalf("%s ran although this window was seen full", call.tool)
+		}
+	}
+	// Another client keeps its own budget, counted with its events.
+	if env := e.call("trove_list_sales", map[string]any{}); env.Status != "succeeded" || !tel.ranDomainCall(t, env.Audit.PluginEventID) {
+		t.Fatalf("another client: %s", env.raw)
+	}
+	e.clock.Advance(time.Minute)
+	env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
+	if env.Status != "succeeded" {
+		t.Fatalf("next window: %s", env.raw)
+	}
+	e.oneEvent(env)
 }

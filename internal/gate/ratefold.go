@@ -1,0 +1,113 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
+)
+
+// Counting a read with its event (issue 18). A read used to commit twice:
+// its rate count in one write transaction before the domain call, its
+// plugin_event in another after it. With a Backend that is an eventCounter
+// (the embedded store) a read is counted in the transaction that records
+// its event instead:
+//
+//   - The count and the event commit together or not at all, so the limit
+//     stays exact across processes sharing the file, and a read that was
+//     counted is always audited.
+//   - Over the limit nothing is committed with the read: the read's data is
+//     withheld and the call ends rate_limited, its refusal recorded as any
+//     other ("no audit, no data" holds: the data is released only after
+//     the transaction holding its event commits).
+//   - A read refused after it would have been counted (not found, invalid
+//     reference) is counted with its refusal event, as before.
+//
+// What this changes is when an over-limit read is refused: after the read
+// instead of before it. So that a caller past its limit cannot make the
+// server read for it, the gate remembers, per client and class, a window it
+// saw full (fullWindows): until that window ends, its reads are counted
+// before the read again, the way a Backend without eventCounter always
+// counts them. The memory only ever chooses the stricter, older path;
+// forgetting it (restart, eviction) costs one read, never a limit.
+
+// eventCounter is a Backend that counts a call in its limit class in the
+// transaction that records the call's event, and records nothing when the
+// window is full (Allowed false, no error).
+type eventCounter interface {
+	AppendEventCounted(ctx context.Context, ev domain.Event, p domain.Principal, class string) (domain.RateDecision, error)
+}
+
+// countsWithEvent reports whether this call's count can wait for its event:
+// a read (its event is appended after it, never committed with a write) on
+// a Backend that counts with events, for a client whose window this
+// process has not seen full.
+func (c *call) countsWithEvent() bool {
+	if c.tool.Persists {
+		return false
+	}
+	if _, ok := c.g.b.(eventCounter); !ok {
+		return false
+	}
+	return !c.g.full.seen(c.p, limitClass(c.tool.Tier), c.g.clock.Now())
+}
+
+// appendCounted records ev and counts the call with it (countAtEvent).
+// Over the limit it returns the rate_limited failure the call ends with.
+func (c *call) appendCounted(ctx context.Context, ev domain.Event) (*failure, error) {
+	c.countAtEvent = false
+	class := limitClass(c.tool.Tier)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	rd, err := c.g.b.(eventCounter).AppendEventCounted(actx, ev, c.p, class)
+	if err != nil {
+		return nil, err
+	}
+	if !rd.Allowed {
+		c.g.full.mark(c.p, class, c.g.clock.Now(), rd.RetryAfterSeconds)
+		return rateLimited(rd), nil
+	}
+	return nil, nil
+}
+
+// rateLimited is the failure of a call over its limit class.
+func rateLimited(rd domain.RateDecision) *failure {
+	return &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
+		message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}
+}
+
+// fullWindows remembers the limit windows this process saw full, until they
+// end. It holds at most maxFullWindows entries (one per client and class in
+// practice); past that it starts over, which only forgets.
+type fullWindows struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+const maxFullWindows = 4096
+
+func fullKey(p domain.Principal, class string) string {
+	bucket := p.Client.ID
+	if p.Public || bucket == "" {
+		bucket = "public"
+	}
+	return bucket + "\x00" + class
+}
+
+func (f *fullWindows) seen(p domain.Principal, class string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	until, ok := f.until[fullKey(p, class)]
+	return ok && now.Before(until)
+}
+
+func (f *fullWindows) mark(p domain.Principal, class string, now time.Time, retryAfter int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.until == nil || len(f.until) >= maxFullWindows {
+		f.until = map[string]time.Time{}
+	}
+	f.until[fullKey(p, class)] = now.Add(time.Duration(retryAfter) * time.Second)
+}
