@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit (issue 18). Every write transaction of a process goes to the
@@ -69,15 +71,24 @@ func (g *groupCommit) run(s *Store, ctx context.Context, fn func(*sql.Tx) error)
 	g.running = true
 	g.mu.Unlock()
 	if !leading {
-		// A follower waits for its group's result, or for the lead. It
-		// waits even if ctx ends: its function may already be inside an
-		// open transaction, and the caller must not answer before knowing
-		// whether it committed. fn's statements use ctx, so a cancelled
-		// call that has not run yet fails at its first statement.
+		// A follower waits for its group's result, or for the lead. A
+		// follower whose context ends before a group took it leaves the
+		// queue and returns; once taken, it waits for the group's result:
+		// its function may already be inside an open transaction, and the
+		// caller must not answer before knowing whether it committed.
 		select {
 		case <-j.done:
 			return j.result()
 		case <-j.lead:
+		case <-ctx.Done():
+			if err, left := g.leave(j, ctx); left {
+				return s.dbErr("begin", err)
+			}
+			select {
+			case <-j.done:
+				return j.result()
+			case <-j.lead:
+			}
 		}
 	}
 	for {
@@ -109,6 +120,24 @@ func (g *groupCommit) run(s *Store, ctx context.Context, fn func(*sql.Tx) error)
 	}
 }
 
+// leave takes j out of the queue if no group took it and it was not handed
+// the lead (then it must lead: nobody else will).
+func (g *groupCommit) leave(j *groupJob, ctx context.Context) (error, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.pending, j)
+	if i < 0 {
+		return nil, false
+	}
+	select {
+	case <-j.lead:
+		return nil, false
+	default:
+	}
+	g.pending = slices.Delete(g.pending, i, i+1)
+	return ctx.Err(), true
+}
+
 func (j *groupJob) result() error {
 	if j.panicked != nil {
 		panic(j.panicked)
@@ -120,13 +149,25 @@ func (j *groupJob) result() error {
 // own context) and sets every job's result. It never closes done: run does,
 // after the lead is settled.
 func (s *Store) commitGroup(batch []*groupJob) {
-	if len(batch) == 1 {
-		j := batch[0]
-		j.err, j.panicked = catch(func() error { return s.withSoloTx(j.ctx, j.fn) })
+	// A job whose context may end soon runs alone: modernc interrupts a
+	// statement when its context ends, and SQLite then rolls back the whole
+	// transaction, which would fail every other caller in the group.
+	shared := batch[:0:0]
+	for _, j := range batch {
+		if groupable(j.ctx) {
+			shared = append(shared, j)
+		} else {
+			s.commitGroup1(j)
+		}
+	}
+	switch len(shared) {
+	case 0:
+		return
+	case 1:
+		s.commitGroup1(shared[0])
 		return
 	}
-	// A function that failed keeps its own error (its writes were rolled
-	// back either way); the others, run or not, get err.
+	batch = shared
 	failAll := func(err error) {
 		for _, j := range batch {
 			if j.err == nil {
@@ -170,6 +211,30 @@ func (s *Store) commitGroup(batch []*groupJob) {
 	if err := tx.Commit(); err != nil {
 		failAll(s.dbErr("commit", err))
 	}
+}
+
+// commitGroup1 runs one job alone, on its own context.
+func (s *Store) commitGroup1(j *groupJob) {
+	j.err, j.panicked = catch(func() error { return s.withSoloTx(j.ctx, j.fn) })
+}
+
+// groupMinDeadline is how far a context's deadline must be for its job to
+// share a transaction: well past SQLite's busy timeout, so that a group
+// waiting for the lock, or one long function, cannot outlast it.
+const groupMinDeadline = 4 * busyTimeoutMS * time.Millisecond
+
+// groupable reports whether a job on ctx may share a transaction: its
+// context cannot end, or has a deadline far enough away. The gate's writes
+// are detached from the request (their contexts cannot end) and its audit
+// writes are bounded by 30 s; a caller's cancellable context carries no
+// deadline or a short one, and runs alone. (A context both cancellable and
+// given a far deadline would be grouped: no caller passes one.)
+func groupable(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) > groupMinDeadline && ctx.Err() == nil
 }
 
 // catch runs fn and returns its error, or the value it panicked with (its

@@ -70,29 +70,30 @@ func counterBuckets(t *testing.T, s *Store) map[string]bool {
 	return out
 }
 
-// TestGroupCommit_FailureLeavesNoTraceAndOthersCommit: eight calls share a
-// transaction; the ones that fail (an error, a panic, a context cancelled
-// before their turn) are rolled back alone, the others commit, and every
-// caller gets its own result.
+// TestGroupCommit_FailureLeavesNoTraceAndOthersCommit: seven calls share a
+// transaction; the ones that fail (an error, a panic) are rolled back alone,
+// the others commit, and every caller gets its own result. A call whose
+// context ended while it queued leaves the queue without running.
 func TestGroupCommit_FailureLeavesNoTraceAndOthersCommit(t *testing.T) {
 	s := openTest(t)
-	release := holdLeader(t, s, 8)
+	release := holdLeader(t, s, 7)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
+	gone := s.withTx(cancelled, func(tx *sql.Tx) error { return insertCounter(cancelled, tx, "call_gone") })
+	if !errors.Is(gone, domain.ErrUnavailable) || !errors.Is(gone, context.Canceled) {
+		t.Errorf("cancelled call: %v, want unavailable wrapping context.Canceled", gone)
+	}
 	errFn := errors.New("this call's own failure")
 	type result struct {
 		err      error
 		panicked any
 	}
-	results := make([]result, 8)
+	results := make([]result, 7)
 	var wg sync.WaitGroup
-	for i := range 8 {
+	for i := range 7 {
 		wg.Go(func() {
 			defer func() { results[i].panicked = recover() }()
 			ctx := context.Background()
-			if i == 5 {
-				ctx = cancelled
-			}
 			results[i].err = s.withTx(ctx, func(tx *sql.Tx) error {
 				if err := insertCounter(ctx, tx, fmt.Sprintf("call_%d", i)); err != nil {
 					return err
@@ -110,9 +111,9 @@ func TestGroupCommit_FailureLeavesNoTraceAndOthersCommit(t *testing.T) {
 	release()
 	wg.Wait()
 	if got := s.group.groups.Load(); got != 1 {
-		t.Fatalf("the eight calls ran in %d shared transactions, want 1", got)
+		t.Fatalf("the seven calls ran in %d shared transactions, want 1", got)
 	}
-	want := map[string]bool{"call_0": true, "call_2": true, "call_4": true, "call_6": true, "call_7": true}
+	want := map[string]bool{"call_0": true, "call_2": true, "call_4": true, "call_5": true, "call_6": true}
 	if got := counterBuckets(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("rows after the group = %v, want %v", got, want)
 	}
@@ -126,15 +127,110 @@ func TestGroupCommit_FailureLeavesNoTraceAndOthersCommit(t *testing.T) {
 			if r.panicked != "call 3 panics after its write" {
 				t.Errorf("call 3: panic %v, want its own panic in its own goroutine", r.panicked)
 			}
-		case 5:
-			if !errors.Is(r.err, domain.ErrUnavailable) || !errors.Is(r.err, context.Canceled) {
-				t.Errorf("call 5 (cancelled): %v, want unavailable wrapping context.Canceled", r.err)
-			}
 		default:
 			if r.err != nil || r.panicked != nil {
 				t.Errorf("call %d: %v %v, want success", i, r.err, r.panicked)
 			}
 		}
+	}
+}
+
+// TestGroupCommit_CancellableCallRunsAlone: a call whose context can be
+// cancelled does not share a transaction. Cancelled in the middle of a long
+// write, SQLite rolls its whole transaction back — only its own: the calls
+// queued with it commit (found by the attack review: grouped, they failed).
+func TestGroupCommit_CancellableCallRunsAlone(t *testing.T) {
+	s := openTest(t)
+	release := holdLeader(t, s, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if i == 1 {
+				ctx, cancel = context.WithCancel(ctx)
+			}
+			defer cancel()
+			errs[i] = s.withTx(ctx, func(tx *sql.Tx) error {
+				if err := insertCounter(ctx, tx, fmt.Sprintf("call_%d", i)); err != nil {
+					return err
+				}
+				if i != 1 {
+					return nil
+				}
+				time.AfterFunc(30*time.Millisecond, cancel)
+				_, err := tx.ExecContext(ctx, `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < 50000000)
+					INSERT INTO rate_counters (bucket, class, window_start, count) SELECT 'big_'||x, 'read', 1, 1 FROM n`)
+				return err
+			})
+		})
+	}
+	release()
+	wg.Wait()
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("the calls queued with a cancelled one failed: %v, %v", errs[0], errs[2])
+	}
+	if !errors.Is(errs[1], context.Canceled) {
+		t.Fatalf("the cancelled call: %v, want its cancellation", errs[1])
+	}
+	got := counterBuckets(t, s)
+	if !got["call_0"] || !got["call_2"] || got["call_1"] {
+		t.Fatalf("rows: %v, want call_0 and call_2 only", got)
+	}
+	var big int
+	if err := s.r.QueryRow("SELECT count(*) FROM rate_counters WHERE window_start = 1").Scan(&big); err != nil || big != 0 {
+		t.Fatalf("the interrupted write left %d rows (%v)", big, err)
+	}
+}
+
+// TestGroupCommit_QueuedCallHonoursItsDeadline: a call queued behind a long
+// transaction returns at its deadline, having run nothing; a withTx nested
+// inside a function (forbidden: it waits for its own caller) gets out the
+// same way instead of wedging the writer.
+func TestGroupCommit_QueuedCallHonoursItsDeadline(t *testing.T) {
+	s := openTest(t)
+	hold := make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s.withTx(context.Background(), func(tx *sql.Tx) error {
+			<-hold
+			return insertCounter(context.Background(), tx, "holder")
+		})
+	}()
+	for {
+		s.group.mu.Lock()
+		running := s.group.running
+		s.group.mu.Unlock()
+		if running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.withTx(ctx, func(tx *sql.Tx) error { return insertCounter(ctx, tx, "queued") })
+	if waited := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || waited > 2*time.Second {
+		t.Fatalf("queued call: %v after %v, want its deadline", err, waited)
+	}
+	close(hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	nested := s.withTx(context.Background(), func(*sql.Tx) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		return s.withTx(ctx, func(tx *sql.Tx) error { return insertCounter(ctx, tx, "nested") })
+	})
+	if !errors.Is(nested, context.DeadlineExceeded) {
+		t.Fatalf("nested withTx: %v, want its deadline", nested)
+	}
+	if got := counterBuckets(t, s); fmt.Sprint(got) != fmt.Sprint(map[string]bool{"holder": true}) {
+		t.Fatalf("rows: %v, want only the holder's", got)
+	}
+	// The writer still works.
+	if err := s.withTx(context.Background(), func(tx *sql.Tx) error { return insertCounter(context.Background(), tx, "after") }); err != nil {
+		t.Fatal(err)
 	}
 }
 
