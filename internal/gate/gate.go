@@ -203,6 +203,7 @@ func (g *Gate) Invoke(ctx context.Context, in Call) (env *Envelope) {
 	c := g.newCall(ctx, in)
 	release := c.admitArguments()
 	defer release()
+	defer c.releaseFold()
 	defer c.recoverPanic(&env)
 	if f := c.run(); f != nil {
 		return c.refuse(f)

@@ -27,11 +27,15 @@ import (
 //
 // What this changes is when an over-limit read is refused: after the read
 // instead of before it. So that a caller past its limit cannot make the
-// server read for it, the gate remembers, per client and class, a window it
-// saw full (fullWindows): until that window ends, its reads are counted
-// before the read again, the way a Backend without eventCounter always
-// counts them. The memory only ever chooses the stricter, older path;
-// forgetting it (restart, eviction) costs one read, never a limit.
+// server read for it, a process lets at most ONE read per client and class
+// at a time take this path (concurrent ones are counted before they run:
+// the attack review had 50 concurrent reads past a limit of 5 run several
+// refused reads), and it remembers each window it saw full until that
+// window ends (fullWindows): its reads are counted before they run again,
+// the way a Backend without eventCounter always counts them. Both only
+// ever choose the stricter, older path; a process runs at most one read a
+// window that it then refuses, and forgetting (restart, eviction) costs one
+// read, never a limit.
 
 // eventCounter is a Backend that counts a call in its limit class in the
 // transaction that records the call's event, and records nothing when the
@@ -51,7 +55,20 @@ func (c *call) countsWithEvent() bool {
 	if _, ok := c.g.b.(eventCounter); !ok {
 		return false
 	}
-	return !c.g.full.seen(c.p, limitClass(c.tool.Tier), c.g.clock.Now())
+	key := fullKey(c.p, limitClass(c.tool.Tier))
+	if !c.g.full.take(key, c.g.clock.Now()) {
+		return false
+	}
+	c.foldKey = key
+	return true
+}
+
+// releaseFold gives back the call's place on the count-with-event path.
+func (c *call) releaseFold() {
+	if c.foldKey != "" {
+		c.g.full.give(c.foldKey)
+		c.foldKey = ""
+	}
 }
 
 // appendCounted records ev and counts the call with it (countAtEvent).
@@ -66,7 +83,7 @@ func (c *call) appendCounted(ctx context.Context, ev domain.Event) (*failure, er
 		return nil, err
 	}
 	if !rd.Allowed {
-		c.g.full.mark(c.p, class, c.g.clock.Now(), rd.RetryAfterSeconds)
+		c.g.full.mark(fullKey(c.p, class), c.g.clock.Now(), rd.RetryAfterSeconds)
 		return rateLimited(rd), nil
 	}
 	return nil, nil
@@ -79,15 +96,21 @@ func rateLimited(rd domain.RateDecision) *failure {
 }
 
 // fullWindows remembers the limit windows this process saw full, until they
-// end. It holds at most maxFullWindows entries (one per client and class in
-// practice); past that it starts over, which only forgets.
+// end, and which keys have a read on the count-with-event path now. It
+// holds at most maxFullWindows remembered windows (one per client and class
+// in practice); past that it starts over, which only forgets. A key is in
+// inflight only while its call runs.
 type fullWindows struct {
-	mu    sync.Mutex
-	until map[string]time.Time
+	mu       sync.Mutex
+	until    map[string]time.Time
+	inflight map[string]bool
 }
 
 const maxFullWindows = 4096
 
+// fullKey is the store's rate bucket (the client, or "public") and class.
+// Client ids are minted ids and classes a fixed set: no key can be spelled
+// two ways.
 func fullKey(p domain.Principal, class string) string {
 	bucket := p.Client.ID
 	if p.Public || bucket == "" {
@@ -96,18 +119,35 @@ func fullKey(p domain.Principal, class string) string {
 	return bucket + "\x00" + class
 }
 
-func (f *fullWindows) seen(p domain.Principal, class string, now time.Time) bool {
+// take gives key the count-with-event path if its window was not seen full
+// and no other read of it is on the path.
+func (f *fullWindows) take(key string, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	until, ok := f.until[fullKey(p, class)]
-	return ok && now.Before(until)
+	if until, ok := f.until[key]; ok && now.Before(until) {
+		return false
+	}
+	if f.inflight[key] {
+		return false
+	}
+	if f.inflight == nil {
+		f.inflight = map[string]bool{}
+	}
+	f.inflight[key] = true
+	return true
 }
 
-func (f *fullWindows) mark(p domain.Principal, class string, now time.Time, retryAfter int) {
+func (f *fullWindows) give(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.inflight, key)
+}
+
+func (f *fullWindows) mark(key string, now time.Time, retryAfter int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.until == nil || len(f.until) >= maxFullWindows {
 		f.until = map[string]time.Time{}
 	}
-	f.until[fullKey(p, class)] = now.Add(time.Duration(retryAfter) * time.Second)
+	f.until[key] = now.Add(time.Duration(retryAfter) * time.Second)
 }

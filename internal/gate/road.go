@@ -39,6 +39,7 @@ type call struct {
 	counted bool // counted in its tool's limit class: a refusal is not charged again
 	// countAtEvent: the count is taken with the call's event (ratefold.go).
 	countAtEvent bool
+	foldKey      string // its place on that path, given back when the call ends
 	tool         *catalog.Tool
 	input        any               // the strictly decoded input
 	warnings     []catalog.Warning // gathered before the domain call
@@ -305,7 +306,7 @@ func (c *call) applyLimits() *failure {
 	}
 	c.counted = true
 	if !rd.Allowed {
-		c.g.full.mark(c.p, class, c.g.clock.Now(), rd.RetryAfterSeconds)
+		c.g.full.mark(fullKey(c.p, class), c.g.clock.Now(), rd.RetryAfterSeconds)
 		return rateLimited(rd)
 	}
 	return nil

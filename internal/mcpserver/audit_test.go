@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -757,4 +758,62 @@ func TestLimits_ReadCountedWithItsEvent(t *testing.T) {
 		t.Fatalf("next window: %s", env.raw)
 	}
 	e.oneEvent(env)
+}
+
+// Issue 18, attack review: 50 concurrent reads of one client with a limit
+// of 5. Exactly 5 are answered with data, every call has exactly one event,
+// no refusal carries data — and at most one refused read ran its domain
+// call: only one read per client at a time is counted with its event, the
+// others are counted before they run.
+func TestLimits_ConcurrentReadsPastTheLimitDoNotRun(t *testing.T) {
+	e, tel := newAudEnv(t, "")
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	l := domain.DefaultLimits()
+	l.ReadsPerMinute = 5
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, e.gate, tok)
+	const n = 50
+	texts := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "trove_list_sales", Arguments: map[string]any{}})
+			if err == nil && len(res.Content) == 1 {
+				texts[i] = res.Content[0].(*mcp.TextContent).Text
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	succeeded, ranButRefused := 0, 0
+	for i, text := range texts {
+		var env envelope
+		if errs[i] != nil || json.Unmarshal([]byte(text), &env) != nil {
+			t.Fatalf("call %d: %v %s", i, errs[i], text)
+		}
+		env.raw = text
+		e.oneEvent(env)
+		switch {
+		case env.Status == "succeeded" && string(env.Data) != "null":
+			succeeded++
+		case len(env.Errors) == 1 && env.Errors[0].Code == "rate_limited":
+			if string(env.Data) != "null" || strings.Contains(text, "sale_") {
+				t.Fatalf("refused call %d carries data: %s", i, text)
+			}
+			if tel.ranDomainCall(t, env.Audit.PluginEventID) {
+				ranButRefused++
+			}
+		default:
+			t.Fatalf("call %d: %s", i, text)
+		}
+	}
+	if succeeded != 5 || ranButRefused > 1 {
+		t.Fatalf("%d answered with data (want 5), %d refused reads ran (want at most 1)", succeeded, ranButRefused)
+	}
 }
