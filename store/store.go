@@ -72,6 +72,7 @@ type Store struct {
 	r *sql.DB // query_only readers
 
 	group groupCommit // concurrent write transactions, committed together
+	warm  chan struct{} // closed when the first reader connection is open (or failed)
 }
 
 // Open opens (creating and migrating if needed) the store at path.
@@ -155,10 +156,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.r = sql.OpenDB(newCachingConnector(dsn(path, syncMode, true)))
 	s.r.SetMaxOpenConns(readerConns)
 	s.r.SetMaxIdleConns(readerConns)
-	if err := pingWithRetry(ctx, s.r); err != nil {
-		_ = s.Close()
-		return nil, s.openErr("connect readers", err)
-	}
+	// The first reader connection parses the whole schema (~3 ms). It is
+	// opened in the background, so that a server's start (which has the
+	// MCP server to build meanwhile) does not wait for it: the first read
+	// finds it ready, or opens one itself. A reader that cannot connect
+	// fails that read, as any later reader would.
+	s.warm = make(chan struct{})
+	go func() {
+		defer close(s.warm)
+		if err := pingWithRetry(context.WithoutCancel(ctx), s.r); err != nil {
+			s.log.Debug("store: first reader connection", "err", err)
+		}
+	}()
 	return s, nil
 }
 
@@ -210,6 +219,9 @@ func fileURI(path string) string {
 // Close closes both pools. The last connection to close checkpoints the WAL.
 func (s *Store) Close() error {
 	var errR error
+	if s.warm != nil {
+		<-s.warm
+	}
 	if s.r != nil {
 		errR = s.r.Close()
 	}
