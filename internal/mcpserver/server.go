@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +66,12 @@ func New(o Options) *mcp.Server {
 		// Tool lists vary by the credential presented: never cacheable across principals.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	}
+	// The tools are not added to the SDK: the middleware answers tools/list
+	// from the catalog (each tool described once, on the first list) and
+	// routes every tools/call to the gate. Adding 51 tools made the SDK
+	// re-encode and re-decode each input schema twice, ~5 ms of a cold
+	// start (issue 18). So the tools capability is declared here.
+	so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	if o.noListChanged {
 		// The catalog is fixed at start: no tools/list_changed is ever sent,
 		// so none is offered. Offered, a subscriptions/listen request parks
@@ -71,22 +79,34 @@ func New(o Options) *mcp.Server {
 		// does not end (it ends GET streams; POSTs are calls, left to
 		// finish). Logging stays as the SDK's default. (Over stdio the guard
 		// bounds the requests in flight, listens among them.)
-		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}
+		so.Capabilities.Tools.ListChanged = false
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: ServerTitle, Version: ServerVersion}, so)
-	mode := o.Gate.Mode()
-	for i := range catalog.All() {
-		t := &catalog.All()[i]
-		s.AddTool(DescribeTool(t, mode, o.OutputSchemas), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			// Normally unreachable: the middleware answers every tools/call.
-			c := gateCall(o, req, req.Params)
-			c.Progress = progressFunc(ctx, req.Session, req.Params)
-			return result(o.Gate.Invoke(ctx, c)), nil
-		})
-	}
 	s.AddReceivingMiddleware(middleware(o))
 	return s
 }
+
+// described is every catalog tool as MCP describes it, by name, built on
+// the first tools/list of a mode and output-schema choice.
+var described = func() func(mode domain.Mode, withOutput bool) map[string]*mcp.Tool {
+	var mu sync.Mutex
+	built := map[[2]string]map[string]*mcp.Tool{}
+	return func(mode domain.Mode, withOutput bool) map[string]*mcp.Tool {
+		key := [2]string{string(mode), fmt.Sprint(withOutput)}
+		mu.Lock()
+		defer mu.Unlock()
+		if m, ok := built[key]; ok {
+			return m
+		}
+		m := map[string]*mcp.Tool{}
+		for i := range catalog.All() {
+			t := &catalog.All()[i]
+			m[t.Name] = DescribeTool(t, mode, withOutput)
+		}
+		built[key] = m
+		return m
+	}
+}()
 
 func gateCall(o Options, req mcp.Request, p *mcp.CallToolParamsRaw) gate.Call {
 	c := gate.Call{Tool: p.Name, Arguments: p.Arguments, Meta: p.Meta, Transport: o.Transport}
@@ -133,6 +153,9 @@ func middleware(o Options) mcp.Middleware {
 				}
 				return result(o.Gate.Invoke(callContext(ctx, req), c)), nil
 			case "tools/list":
+				// The SDK answers the request (paging, cache hints) with no
+				// tools of its own; the visible ones are added here, in the
+				// SDK's order (by name).
 				res, err := next(ctx, method, req)
 				if err != nil {
 					return res, err
@@ -141,18 +164,16 @@ func middleware(o Options) mcp.Middleware {
 				if !ok {
 					return res, nil
 				}
-				visible := map[string]bool{}
 				cred, conn := callerOf(o, req)
-				for _, t := range o.Gate.VisibleToolsOf(ctx, cred, conn) {
-					visible[t.Name] = true
-				}
-				kept := make([]*mcp.Tool, 0, len(visible))
-				for _, t := range lr.Tools {
-					if visible[t.Name] {
-						kept = append(kept, t)
+				visible := o.Gate.VisibleToolsOf(ctx, cred, conn)
+				all := described(o.Gate.Mode(), o.OutputSchemas)
+				lr.Tools = make([]*mcp.Tool, 0, len(visible))
+				for _, t := range visible {
+					if d, ok := all[t.Name]; ok {
+						lr.Tools = append(lr.Tools, d)
 					}
 				}
-				lr.Tools = kept
+				slices.SortFunc(lr.Tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 				return lr, nil
 			}
 			return next(ctx, method, req)
