@@ -28,6 +28,10 @@ const (
 // importProgressEvery is how often (rows) a long import reports progress.
 const importProgressEvery = 500
 
+// bigImportRows is the import size above which its transaction gets the
+// larger writer page cache.
+const bigImportRows = 1000
+
 // RunImport implements domain.IngestionBackend.
 func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.WriteMeta, in domain.NewImport) (domain.ImportCreated, domain.WriteOutcome, error) {
 	var zero domain.ImportCreated
@@ -43,6 +47,9 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ImportCreated, domain.Related, error) {
 		var res domain.ImportCreated
+		if len(rows) > bigImportRows {
+			defer s.bigWriteCache(ctx, tx)()
+		}
 		if err := s.ingCheckSale(ctx, tx, p, in.SaleID); err != nil {
 			return res, domain.Related{}, err
 		}

@@ -504,3 +504,38 @@ func TestStageExport_SnapshotsValidatesAndNeverDelivers(t *testing.T) {
 		}
 	}
 }
+
+// A large import raises the writer's page cache for its own transaction
+// only: after it — committed or refused — the writer is back at its
+// default, so the memory stays with the import.
+func TestRunImport_LargeImportCacheIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	p := principal(t, s, "")
+	rows := make([]domain.ImportRow, bigImportRows+1)
+	for i := range rows {
+		rows[i] = domain.ImportRow{Row: i + 1, Kind: domain.CandidateNewItem, Title: fmt.Sprintf("Lot %d lamp", i), OriginalHash: fmt.Sprintf("sha256:%04x", i)}
+	}
+	cacheNow := func() int {
+		var c int
+		if err := s.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	refused := append(append([]domain.ImportRow{}, rows...), domain.ImportRow{Row: len(rows) + 1, Kind: domain.CandidateNewItem, Title: "\u200b"})
+	before := mustDigest(t, s)
+	if _, _, err := s.RunImport(ctx, p, metaFor(p, "trove_apply_csv_import", "imp-big-0", "sha256:f0", "event_big0"), domain.NewImport{SaleID: saleA1, Kind: domain.ImportCSV, Rows: refused}); err == nil {
+		t.Fatal("an import with an empty title was accepted")
+	}
+	if changed := diffKeys(before, mustDigest(t, s)); len(changed) != 0 || cacheNow() != writerCacheKiB {
+		t.Fatalf("after a refused large import: wrote %v, writer cache %d (want %d)", changed, cacheNow(), writerCacheKiB)
+	}
+	_, _, err := s.RunImport(ctx, p, metaFor(p, "trove_apply_csv_import", "imp-big-1", "sha256:f1", "event_big1"), domain.NewImport{SaleID: saleA1, Kind: domain.ImportCSV, Rows: rows})
+	if err != nil && !errors.Is(err, domain.ErrInvalidInput) { // a quota may refuse it: the cache must come back either way
+		t.Fatal(err)
+	}
+	if c := cacheNow(); c != writerCacheKiB {
+		t.Fatalf("after a large import: writer cache %d, want %d", c, writerCacheKiB)
+	}
+}

@@ -93,11 +93,11 @@ func TestOpen_PragmasOfWriterAndReaders(t *testing.T) {
 			if err := s.w.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil || temp != 2 {
 				t.Errorf("temp_store = %d, %v; want 2 (memory)", temp, err)
 			}
-			if err := s.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache); err != nil || cache != -8192 {
-				t.Errorf("writer cache_size = %d, %v; want -8192", cache, err)
+			if err := s.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache); err != nil || cache != writerCacheKiB {
+				t.Errorf("writer cache_size = %d, %v; want %d", cache, err, writerCacheKiB)
 			}
-			if err := s.r.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&readerCache); err != nil || readerCache != -2000 {
-				t.Errorf("reader cache_size = %d, %v; want SQLite's default -2000", readerCache, err)
+			if err := s.r.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&readerCache); err != nil || readerCache != readerCacheKiB {
+				t.Errorf("reader cache_size = %d, %v; want %d", readerCache, err, readerCacheKiB)
 			}
 			if err := s.r.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qOnly); err != nil || qOnly != 1 {
 				t.Errorf("reader query_only = %d, %v", qOnly, err)
