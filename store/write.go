@@ -10,6 +10,11 @@ import (
 	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
+// CountsRateInWrite reports that a write given WriteMeta.RateClass is
+// counted in that class inside its own transaction: every persisted write
+// goes through idempotentWrite.
+func (s *Store) CountsRateInWrite() bool { return true }
+
 // idempotentWrite is THE shape of every persisted write (§24): in one
 // IMMEDIATE transaction it
 //
@@ -35,6 +40,17 @@ func idempotentWrite[T any](ctx context.Context, s *Store, p domain.Principal, w
 		return res, out, err
 	}
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		if w.RateClass != "" {
+			// The call's rate count, in its own write's transaction (issue
+			// 18): counted with what it writes, or not at all.
+			d, err := s.consumeRate(ctx, tx, p, w.RateClass)
+			if err != nil {
+				return err
+			}
+			if !d.Allowed {
+				return &domain.RateLimitError{Class: d.Class, Limit: d.Limit, RetryAfterSeconds: d.RetryAfterSeconds}
+			}
+		}
 		now := s.clock.Now()
 		stored, found, err := s.lookupIdem(ctx, tx, w.Idem, now)
 		if err != nil {

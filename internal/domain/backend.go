@@ -127,6 +127,12 @@ type WriteMeta struct {
 	Idem    IdempotencyKey
 	Event   Event
 	Started time.Time
+	// RateClass, when set, is the limit class the Backend counts the call
+	// in, inside the write's own transaction and before anything else
+	// (replays included); a full window refuses the write with
+	// *RateLimitError and nothing is written. The gate sets it only for a
+	// Backend that says it counts this way (the embedded store).
+	RateClass string
 }
 
 // Check refuses write metadata that does not belong to p: an idempotency

@@ -37,6 +37,33 @@ import (
 // window that it then refuses, and forgetting (restart, eviction) costs one
 // read, never a limit.
 
+// A persisted write on a Backend that is also a writeCounter is counted the
+// same way: inside the transaction that commits the write and its event
+// (WriteMeta.RateClass), first, so a write past the limit does no work. A
+// write refused before it reaches that transaction (an idempotency
+// conflict, a missing approval) or whose transaction rolled back (an
+// unknown reference) is counted with its refusal event instead, so every
+// call past the limits step is counted in its class exactly once, as
+// before.
+
+// writeCounter is a Backend that counts a persisted write in
+// WriteMeta.RateClass inside the write's transaction, refusing it with
+// *domain.RateLimitError when the window is full.
+type writeCounter interface {
+	CountsRateInWrite() bool
+}
+
+// countsInWrite reports whether this call is a persisted write the Backend
+// counts in its own transaction.
+func (c *call) countsInWrite() bool {
+	if !c.tool.Persists {
+		return false
+	}
+	wc, ok := c.g.b.(writeCounter)
+	_, ec := c.g.b.(eventCounter)
+	return ok && ec && wc.CountsRateInWrite()
+}
+
 // eventCounter is a Backend that counts a call in its limit class in the
 // transaction that records the call's event, and records nothing when the
 // window is full (Allowed false, no error).

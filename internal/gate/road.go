@@ -40,6 +40,7 @@ type call struct {
 	// countAtEvent: the count is taken with the call's event (ratefold.go).
 	countAtEvent bool
 	foldKey      string // its place on that path, given back when the call ends
+	countInWrite bool   // a persisted write counted in its own transaction (ratefold.go)
 	tool         *catalog.Tool
 	input        any               // the strictly decoded input
 	warnings     []catalog.Warning // gathered before the domain call
@@ -299,6 +300,12 @@ func (c *call) applyLimits() *failure {
 		c.counted, c.countAtEvent = true, true
 		return nil
 	}
+	if c.countsInWrite() {
+		// Counted in the write's transaction; if the call ends before it
+		// commits, with its refusal event.
+		c.counted, c.countAtEvent, c.countInWrite = true, true, true
+		return nil
+	}
 	class := limitClass(c.tool.Tier)
 	rd, err := c.g.b.ConsumeRate(c.ctx, c.p, class)
 	if err != nil {
@@ -335,6 +342,9 @@ func (c *call) checkIdempotency() *failure {
 	}
 	c.replay = state == domain.IdemReplay
 	c.write = domain.WriteMeta{Idem: idem, Started: c.started}
+	if c.countInWrite {
+		c.write.RateClass = limitClass(t.Tier)
+	}
 	if c.g.mode == domain.ModeMock {
 		c.warnings = append(c.warnings, catalog.Warning{Code: string(CodeMockModeNoPersistence), Message: CodeMockModeNoPersistence.Message()})
 	}
@@ -393,6 +403,11 @@ func (c *call) execute() *failure {
 		defer context.AfterFunc(c.reqCtx, stop)()
 	}
 	data, eff, err := c.tool.Handle(hctx, c.handlerEnv(), c.input)
+	if c.countInWrite && (err == nil || errors.Is(err, domain.ErrRateLimited)) {
+		// The write's transaction counted the call (or refused it as over
+		// the limit): its event is not counted again.
+		c.countAtEvent = false
+	}
 	if err != nil {
 		return c.handlerFailure(err)
 	}

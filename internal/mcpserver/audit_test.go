@@ -817,3 +817,38 @@ func TestLimits_ConcurrentReadsPastTheLimitDoNotRun(t *testing.T) {
 		t.Fatalf("%d answered with data (want 5), %d refused reads ran (want at most 1)", succeeded, ranButRefused)
 	}
 }
+
+// Issue 18: a persisted write is counted in its own transaction, first,
+// with what it writes. A write refused before that transaction (a reused
+// key with other input) or whose transaction rolled back (an unknown sale)
+// is counted with its refusal event. So every call past the limits step is
+// counted once, and the call past the limit writes nothing but its event.
+func TestLimits_WriteCountedInItsTransaction(t *testing.T) {
+	e := newEnv(t)
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	l := domain.DefaultLimits()
+	l.CandidateWritesPerMinute = 3
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, e.gate, tok)
+	write := func(sale, title, key string) envelope {
+		env := callOn(t, cs, "trove_create_candidate", map[string]any{"sale_id": sale, "title": title, "idempotency_key": key}, nil)
+		e.oneEvent(env)
+		return env
+	}
+	if env := write(fixtures.PublishedSaleID, "Counted lamp", "count-key-0001"); env.Status != "succeeded_with_warnings" {
+		t.Fatalf("first write: %s", env.raw)
+	}
+	wantCode(t, write("sale_999999", "Counted lamp", "count-key-0002"), "failed", "invalid_reference")
+	wantCode(t, write(fixtures.PublishedSaleID, "Other lamp", "count-key-0001"), "failed", "idempotency_conflict")
+	before := e.digest()
+	for _, key := range []string{"count-key-0003", "count-key-0001"} { // a new write, and the first one's replay
+		wantCode(t, write(fixtures.PublishedSaleID, "Counted lamp", key), "blocked", "rate_limited")
+	}
+	assertOnlyEventsChanged(t, before, e.digest())
+	e.clock.Advance(time.Minute)
+	if env := write(fixtures.PublishedSaleID, "Counted lamp", "count-key-0003"); env.Status != "succeeded_with_warnings" {
+		t.Fatalf("next window: %s", env.raw)
+	}
+}
