@@ -707,13 +707,7 @@ func (tel *audTelemetry) ranDomainCall(t *testing.T, eventID string) bool {
 // and refused without reading. The next window admits it again.
 func TestLimits_ReadCountedWithItsEvent(t *testing.T) {
 	e, tel := newAudEnv(t, "")
-	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
-	l := domain.DefaultLimits()
-	l.ReadsPerMinute = 3
-	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
-		t.Fatal(err)
-	}
-	cs := connect(t, e.gate, tok)
+	cs := e.limitedSession(func(l *domain.Limits) { l.ReadsPerMinute = 3 })
 	for i := range 2 {
 		env := callOn(t, cs, "trove_list_sales", map[string]any{}, nil)
 		if env.Status != "succeeded" || e.oneEvent(env).Outcome != domain.OutcomeSuccess {
@@ -767,13 +761,7 @@ func TestLimits_ReadCountedWithItsEvent(t *testing.T) {
 // others are counted before they run.
 func TestLimits_ConcurrentReadsPastTheLimitDoNotRun(t *testing.T) {
 	e, tel := newAudEnv(t, "")
-	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
-	l := domain.DefaultLimits()
-	l.ReadsPerMinute = 5
-	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
-		t.Fatal(err)
-	}
-	cs := connect(t, e.gate, tok)
+	cs := e.limitedSession(func(l *domain.Limits) { l.ReadsPerMinute = 5 })
 	const n = 50
 	texts := make([]string, n)
 	errs := make([]error, n)
@@ -825,13 +813,7 @@ func TestLimits_ConcurrentReadsPastTheLimitDoNotRun(t *testing.T) {
 // counted once, and the call past the limit writes nothing but its event.
 func TestLimits_WriteCountedInItsTransaction(t *testing.T) {
 	e := newEnv(t)
-	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
-	l := domain.DefaultLimits()
-	l.CandidateWritesPerMinute = 3
-	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
-		t.Fatal(err)
-	}
-	cs := connect(t, e.gate, tok)
+	cs := e.limitedSession(func(l *domain.Limits) { l.CandidateWritesPerMinute = 3 })
 	write := func(sale, title, key string) envelope {
 		env := callOn(t, cs, "trove_create_candidate", map[string]any{"sale_id": sale, "title": title, "idempotency_key": key}, nil)
 		e.oneEvent(env)
@@ -851,4 +833,17 @@ func TestLimits_WriteCountedInItsTransaction(t *testing.T) {
 	if env := write(fixtures.PublishedSaleID, "Counted lamp", "count-key-0003"); env.Status != "succeeded_with_warnings" {
 		t.Fatalf("next window: %s", env.raw)
 	}
+}
+
+// limitedSession connects a new cataloger client of the demo tenant whose
+// limits are the defaults changed by set.
+func (e *env) limitedSession(set func(*domain.Limits)) *mcp.ClientSession {
+	e.t.Helper()
+	c, tok := e.register(fixtures.DemoTenantID, fixtures.CatalogerUserID)
+	l := domain.DefaultLimits()
+	set(&l)
+	if err := e.st.SetLimits(context.Background(), fixtures.DemoTenantID, c.ID, l); err != nil {
+		e.t.Fatal(err)
+	}
+	return connect(e.t, e.gate, tok)
 }
