@@ -25,6 +25,17 @@ func (s *Store) AppendEvent(ctx context.Context, e domain.Event) error {
 	})
 }
 
+// EventRecorded reports whether the event id is recorded (the gate asks it
+// of a write that failed on its way back, to know whether its own event
+// committed with it).
+func (s *Store) EventRecorded(ctx context.Context, id string) (bool, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM plugin_events WHERE id = ?", id).Scan(&n); err != nil {
+		return false, s.dbErr("event recorded", err)
+	}
+	return n > 0, nil
+}
+
 // commitWriteEvent inserts the event of a persisted write inside its
 // transaction: outcome success, the records it wrote, and the latency from
 // the gate's start to this commit.

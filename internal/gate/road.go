@@ -443,13 +443,33 @@ func (c *call) handlerFailure(err error) *failure {
 	if c.reqCtx.Err() != nil && f.code == CodeServiceUnavailable {
 		f.auditCode = "request_cancelled"
 	}
-	if c.tool.Persists && f.code == CodeServiceUnavailable && !errors.Is(err, domain.ErrIdempotencyInFlight) {
-		if state, cerr := c.g.b.CheckIdempotency(c.ctx, c.write.Idem); cerr == nil && state == domain.IdemReplay {
-			f.eventStored = true
-			f.message = "The write may have completed: retry with the same idempotency_key to get its result."
-		}
+	if c.tool.Persists && !c.replay && f.code == CodeServiceUnavailable && !errors.Is(err, domain.ErrIdempotencyInFlight) &&
+		c.committedWithWrite() {
+		f.eventStored = true
+		f.message = "The write may have completed: retry with the same idempotency_key to get its result."
 	}
 	return f
+}
+
+// eventLookup is a Backend that can say whether an event id is recorded.
+type eventLookup interface {
+	EventRecorded(ctx context.Context, id string) (bool, error)
+}
+
+// committedWithWrite reports whether this call's write committed (with its
+// event) although the call failed on the way back. With an eventLookup the
+// call's own event is looked up: the key alone cannot tell this call's
+// commit from another call's with the same key (the attack review of issue
+// 18 had a replay fail on a busy database and be taken for committed, left
+// with no event). Without one (live), the key is asked, as before; a call
+// that was a replay from the start never committed anything of its own.
+func (c *call) committedWithWrite() bool {
+	if el, ok := c.g.b.(eventLookup); ok {
+		found, err := el.EventRecorded(c.ctx, c.ev.ID)
+		return err == nil && found
+	}
+	state, err := c.g.b.CheckIdempotency(c.ctx, c.write.Idem)
+	return err == nil && state == domain.IdemReplay
 }
 
 // project (step 10) puts the domain call's projection in the envelope, with

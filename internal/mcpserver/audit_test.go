@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -846,4 +847,45 @@ func (e *env) limitedSession(set func(*domain.Limits)) *mcp.ClientSession {
 		e.t.Fatal(err)
 	}
 	return connect(e.t, e.gate, tok)
+}
+
+// Attack review of issue 18: a replay whose write transaction fails (another
+// process holds the write lock past the busy timeout) was taken for a write
+// that committed, because its key was stored — by the original call — and
+// ended with no event and no count. The gate now asks for the call's own
+// event: the replay is refused service_unavailable with its one event,
+// counted in its class (a limit of 2 is then full).
+func TestLimits_ReplayFailingOnABusyDatabaseIsAuditedAndCounted(t *testing.T) {
+	e := newEnv(t)
+	cs := e.limitedSession(func(l *domain.Limits) { l.CandidateWritesPerMinute = 2 })
+	args := map[string]any{"sale_id": fixtures.PublishedSaleID, "title": "Busy lamp", "idempotency_key": "busy-key-0001"}
+	e.oneEvent(callOn(t, cs, "trove_create_candidate", args, nil))
+
+	other, err := sql.Open("sqlite", "file:"+e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close() }()
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(5500 * time.Millisecond) // past the store's 5 s busy timeout
+		_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		_ = conn.Close()
+	}()
+	replay := callOn(t, cs, "trove_create_candidate", args, nil)
+	<-released
+	wantCode(t, replay, "failed", "service_unavailable")
+	if ev := e.oneEvent(replay); ev.Outcome != domain.OutcomeFailed {
+		t.Fatalf("the failed replay's event: %+v", ev)
+	}
+	args["idempotency_key"] = "busy-key-0002"
+	wantCode(t, callOn(t, cs, "trove_create_candidate", args, nil), "blocked", "rate_limited")
 }
