@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/triunalabs/trovesnap/internal/catalog"
@@ -153,9 +154,15 @@ func middleware(o Options) mcp.Middleware {
 				}
 				return result(o.Gate.Invoke(callContext(ctx, req), c)), nil
 			case "tools/list":
-				// The SDK answers the request (paging, cache hints) with no
-				// tools of its own; the visible ones are added here, in the
-				// SDK's order (by name).
+				// The SDK answers the request (cache hints) with no tools of
+				// its own; the visible ones are added here, in the SDK's order
+				// (by name), all on one page. The server never issues a cursor,
+				// so any cursor is refused (the SDK would accept one it could
+				// decode, and the page would restart at the first tool: found
+				// by the attack review).
+				if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil && p.Cursor != "" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: this server lists every tool on one page and issues no cursor"}
+				}
 				res, err := next(ctx, method, req)
 				if err != nil {
 					return res, err

@@ -1,7 +1,10 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/gob"
 	"fmt"
 	"regexp"
 	"slices"
@@ -69,6 +72,29 @@ func TestCompat_FiveToolsListedAndWorkInMock(t *testing.T) {
 }
 
 // The envelope of every tool validates against the outputSchema the tool advertises.
+// Every visible tool is listed on one page and no cursor is issued, so a
+// cursor — even one the SDK could decode — is refused rather than answered
+// with the first page again (attack review of issue 18).
+func TestToolsList_OnePageNoCursor(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.cs.ListTools(context.Background(), nil)
+	if err != nil || res.NextCursor != "" || len(res.Tools) == 0 {
+		t.Fatalf("tools/list: %d tools, next cursor %q, %v", len(res.Tools), res.NextCursor, err)
+	}
+	// A cursor as the go-sdk encodes one (gob of its page token, base64).
+	var token bytes.Buffer
+	if err := gob.NewEncoder(&token).Encode(struct{ LastUID string }{res.Tools[0].Name}); err != nil {
+		t.Fatal(err)
+	}
+	sdkCursor := base64.URLEncoding.EncodeToString(token.Bytes())
+	for _, cursor := range []string{"abc", sdkCursor, res.Tools[len(res.Tools)-1].Name} {
+		got, err := e.cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+		if err == nil || !strings.Contains(err.Error(), "issues no cursor") {
+			t.Errorf("cursor %q: %v, %v; want refused", cursor, got, err)
+		}
+	}
+}
+
 func TestEnvelope_MatchesAdvertisedOutputSchema(t *testing.T) {
 	e := newEnv(t)
 	res, err := e.cs.ListTools(context.Background(), nil)
