@@ -45,10 +45,16 @@ func (s *Store) RunImport(ctx context.Context, p domain.Principal, w domain.Writ
 		return zero, domain.WriteOutcome{}, fmt.Errorf("store: import mapping: %w", domain.ErrInvalidInput)
 	}
 
+	big := len(rows) > bigImportRows
+	if big {
+		defer s.resetWriteCache(ctx) // after the transaction, committed or not
+	}
 	return idempotentWrite(ctx, s, p, w, func(tx *sql.Tx, now time.Time) (domain.ImportCreated, domain.Related, error) {
 		var res domain.ImportCreated
-		if len(rows) > bigImportRows {
-			defer s.bigWriteCache(ctx, tx)()
+		if big {
+			if err := s.raiseWriteCache(ctx, tx); err != nil {
+				return res, domain.Related{}, err
+			}
 		}
 		if err := s.ingCheckSale(ctx, tx, p, in.SaleID); err != nil {
 			return res, domain.Related{}, err

@@ -32,7 +32,7 @@ const (
 	readerConns    = 4
 	readerCacheKiB = -512  // PRAGMA cache_size: negative is KiB
 	writerCacheKiB = -2000 // SQLite's default
-	bigWriteKiB    = -8192 // a large import's transaction (bigWriteCache)
+	bigWriteKiB    = -8192 // a large import's transaction (raiseWriteCache)
 	busyTimeoutMS  = 5000
 	defaultSyncMod = "NORMAL"
 )
@@ -202,7 +202,7 @@ func dsn(path, syncMode string, reader bool) string {
 		// transaction, to undo that statement alone) in memory rather than
 		// a temporary file: an import of 10,000 rows wrote ~0.4 s of it
 		// with pwrite. The writer keeps SQLite's default 2 MiB page cache;
-		// a large import raises it for its own transaction (bigWriteCache)
+		// a large import raises it for its own transaction (raiseWriteCache)
 		// so that it does not spill dirty pages to the WAL before its
 		// commit (~0.3 s on 10,000 rows).
 		q.Add("_pragma", "temp_store(2)")
@@ -311,14 +311,21 @@ func (s *Store) withSoloTx(ctx context.Context, fn func(*sql.Tx) error) (err err
 	return nil
 }
 
-// bigWriteCache raises the writer's page cache for the rest of tx (a large
-// import) and returns what puts it back; the caller defers it.
-func (s *Store) bigWriteCache(ctx context.Context, tx *sql.Tx) func() {
+// raiseWriteCache raises the writer's page cache inside tx (a large import),
+// so that its dirty pages stay in memory until the commit; the caller puts
+// it back with resetWriteCache once the transaction has ended.
+func (s *Store) raiseWriteCache(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = %d", bigWriteKiB)); err != nil {
-		return func() {}
+		return s.dbErr("raise cache", err)
 	}
-	return func() {
-		_, _ = tx.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size = %d", writerCacheKiB))
+	return nil
+}
+
+// resetWriteCache puts the writer's page cache back to its default, between
+// transactions (the writer's one connection is free again).
+func (s *Store) resetWriteCache(ctx context.Context) {
+	if _, err := s.w.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size = %d", writerCacheKiB)); err != nil {
+		s.log.Debug("store: reset the writer's page cache", "err", err)
 	}
 }
 
