@@ -283,7 +283,11 @@ func (s *Store) dbErr(op string, err error) error {
 // transaction with other callers' functions, each inside its own savepoint,
 // and withTx returns only after the shared COMMIT. Its effect is that of
 // the calls running one after another: fn sees what the functions before it
-// wrote, and a failing fn leaves no trace.
+// wrote, and a failing fn leaves no trace. So fn must never commit or roll
+// back tx itself, and must run its statements on the ctx it was given only
+// (and return at its first error): after SQLite ends a shared transaction
+// under it, a statement on another context would run in autocommit (both
+// found by the attack review; no store function does either).
 func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.group.run(s, ctx, fn)
 }
