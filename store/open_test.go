@@ -332,3 +332,39 @@ func TestFileURI_EscapesDelimiters(t *testing.T) {
 		t.Fatalf("counts %v", c)
 	}
 }
+
+// A database deleted under a running store does not come back: no
+// connection the store opens later (a reader the pool adds, the first
+// reader warming up) creates the file, which would be empty, readable by
+// others, and adopted by the next Open.
+func TestOpen_DeletedFileIsNotRecreated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trovesnap.db")
+	s := openAt(t, path)
+	<-s.warm
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// More readers than the pool keeps: new connections are opened.
+	ctx := context.Background()
+	conns := make([]*sql.Conn, readerConns)
+	for i := range conns {
+		c, err := s.r.Conn(ctx)
+		if err == nil {
+			var n int
+			_ = c.QueryRowContext(ctx, "SELECT count(*) FROM tenants").Scan(&n)
+			conns[i] = c
+		}
+	}
+	for _, c := range conns {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s was re-created after it was deleted", filepath.Base(p))
+		}
+	}
+}

@@ -187,6 +187,12 @@ func (s *Store) openErr(step string, err error) error {
 // override it.
 func dsn(path, syncMode string, reader bool) string {
 	q := url.Values{}
+	// Never create the file: Open creates it (private, O_EXCL) before the
+	// first connection, and a connection opened later — a reader the pool
+	// adds, the first reader warming up — must not bring a database deleted
+	// under a running server back empty and world-readable, to be adopted
+	// by the next Open (found by the attack review of issue 18).
+	q.Set("mode", "rw")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	if reader {
