@@ -164,10 +164,7 @@ func (s *Store) consumeRate(ctx context.Context, tx *sql.Tx, p domain.Principal,
 		return d, err
 	}
 	d.Limit = l.PerMinute(class)
-	bucket := p.Client.ID
-	if p.Public || bucket == "" {
-		bucket = "public"
-	}
+	bucket := domain.RateBucket(p)
 	now := s.clock.Now()
 	window := now.Unix() - now.Unix()%60
 	d.RetryAfterSeconds = int(window + 60 - now.Unix())

@@ -330,6 +330,15 @@ func (l Limits) PerMinute(class string) int {
 	return 0
 }
 
+// RateBucket is the rate-limit bucket a principal's calls are counted in:
+// its client, or "public" for anonymous calls, which share one.
+func RateBucket(p Principal) string {
+	if p.Public || p.Client.ID == "" {
+		return "public"
+	}
+	return p.Client.ID
+}
+
 // RateDecision is the answer of a rate-limit check that, when allowed, has
 // already counted the call.
 type RateDecision struct {

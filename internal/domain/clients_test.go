@@ -84,3 +84,20 @@ func TestConnector_NeverShowsItsToken(t *testing.T) {
 		}
 	}
 }
+
+// The rate bucket, read by the store's counter and the gate's memory of
+// full windows alike: a client's own, or the one anonymous calls share.
+func TestRateBucket_ClientOrPublic(t *testing.T) {
+	for _, c := range []struct {
+		p    Principal
+		want string
+	}{
+		{Principal{Client: ClientRef{ID: "mcp_client_81"}}, "mcp_client_81"},
+		{Principal{Public: true, Client: ClientRef{ID: "mcp_client_81"}}, "public"},
+		{Principal{}, "public"},
+	} {
+		if got := RateBucket(c.p); got != c.want {
+			t.Errorf("RateBucket(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}

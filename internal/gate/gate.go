@@ -222,9 +222,15 @@ const auditTimeout = 30 * time.Second
 
 // appendEvent records a call's event detached from the request's cancellation.
 func (g *Gate) appendEvent(ctx context.Context, ev domain.Event) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	ctx, cancel := auditContext(ctx)
 	defer cancel()
 	return g.b.AppendEvent(ctx, ev)
+}
+
+// auditContext is the context of an event write: detached from the
+// request's cancellation, bounded by auditTimeout.
+func auditContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 }
 
 // unresolved counts a call whose credential reaches no active client in the
@@ -296,8 +302,7 @@ func (g *Gate) domainFailure(err error) *failure {
 	case errors.Is(err, domain.ErrCandidateRequired):
 		return detailed(CodeCandidateRequired, err, domain.ErrCandidateRequired)
 	case errors.As(err, &rl):
-		return &failure{code: CodeRateLimited, retryAfter: rl.RetryAfterSeconds,
-			message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rl.Limit, rl.Class, rl.RetryAfterSeconds)}
+		return rateLimitedIn(rl.Class, rl.Limit, rl.RetryAfterSeconds)
 	case errors.Is(err, domain.ErrRateLimited):
 		return fail(CodeRateLimited)
 	case errors.Is(err, domain.ErrInvalidInput):

@@ -103,7 +103,7 @@ func (c *call) releaseFold() {
 func (c *call) appendCounted(ctx context.Context, ev domain.Event) (*failure, error) {
 	c.countAtEvent = false
 	class := limitClass(c.tool.Tier)
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	actx, cancel := auditContext(ctx)
 	defer cancel()
 	rd, err := c.g.b.(eventCounter).AppendEventCounted(actx, ev, c.p, class)
 	if err != nil {
@@ -118,8 +118,14 @@ func (c *call) appendCounted(ctx context.Context, ev domain.Event) (*failure, er
 
 // rateLimited is the failure of a call over its limit class.
 func rateLimited(rd domain.RateDecision) *failure {
-	return &failure{code: CodeRateLimited, retryAfter: rd.RetryAfterSeconds,
-		message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", rd.Limit, rd.Class, rd.RetryAfterSeconds)}
+	return rateLimitedIn(rd.Class, rd.Limit, rd.RetryAfterSeconds)
+}
+
+// rateLimitedIn is the failure of a call over the limit of class, whoever
+// counted it (this gate, or a Backend that counts in the call).
+func rateLimitedIn(class string, limit, retryAfter int) *failure {
+	return &failure{code: CodeRateLimited, retryAfter: retryAfter,
+		message: fmt.Sprintf("Rate limit of %d %s calls per minute reached for this client: retry in %d s.", limit, class, retryAfter)}
 }
 
 // fullWindows remembers the limit windows this process saw full, until they
@@ -135,15 +141,10 @@ type fullWindows struct {
 
 const maxFullWindows = 4096
 
-// fullKey is the store's rate bucket (the client, or "public") and class.
-// Client ids are minted ids and classes a fixed set: no key can be spelled
-// two ways.
+// fullKey is the store's rate bucket and the class. Client ids are minted
+// ids and classes a fixed set: no key can be spelled two ways.
 func fullKey(p domain.Principal, class string) string {
-	bucket := p.Client.ID
-	if p.Public || bucket == "" {
-		bucket = "public"
-	}
-	return bucket + "\x00" + class
+	return domain.RateBucket(p) + "\x00" + class
 }
 
 // take gives key the count-with-event path if its window was not seen full
