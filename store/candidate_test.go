@@ -384,3 +384,41 @@ func TestCreateCandidate_TwoStoresRaceOneCandidatePerKey(t *testing.T) {
 		}
 	}
 }
+
+// A write given WriteMeta.RateClass is counted in that class inside its own
+// transaction, first: with a limit of 2 two writes commit (their count with
+// them), and the third is refused with *RateLimitError having written
+// nothing at all — not its candidate, not its key, not its event, not a
+// count. A write without RateClass is not counted here.
+func TestCreateCandidate_RateClassCountedInTheWrite(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	p := principal(t, s, "")
+	l := domain.DefaultLimits()
+	l.CandidateWritesPerMinute = 2
+	if err := s.SetLimits(ctx, p.TenantID, p.Client.ID, l); err != nil {
+		t.Fatal(err)
+	}
+	counted := func(key, event string) domain.WriteMeta {
+		w := meta(p, key, "fp-"+key, event)
+		w.RateClass = domain.LimitCandidateWrites
+		return w
+	}
+	if _, _, err := s.CreateCandidate(ctx, p, meta(p, "free-1", "fp-free", "event_f1"), lamp()); err != nil {
+		t.Fatal(err) // not counted: the limit of 2 is still whole
+	}
+	for i, k := range []string{"key-1", "key-2"} {
+		if _, _, err := s.CreateCandidate(ctx, p, counted(k, fmt.Sprintf("event_%d", i)), lamp()); err != nil {
+			t.Fatalf("write %d within the limit: %v", i, err)
+		}
+	}
+	before := mustDigest(t, s)
+	_, _, err := s.CreateCandidate(ctx, p, counted("key-3", "event_3"), lamp())
+	var rl *domain.RateLimitError
+	if !errors.As(err, &rl) || rl.Class != domain.LimitCandidateWrites || rl.Limit != 2 {
+		t.Fatalf("the third counted write: %v, want a RateLimitError of 2 candidate writes", err)
+	}
+	if d := diffKeys(before, mustDigest(t, s)); len(d) != 0 {
+		t.Fatalf("the refused write wrote to %v", d)
+	}
+}
