@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -367,4 +368,25 @@ func TestOpen_DeletedFileIsNotRecreated(t *testing.T) {
 			t.Fatalf("%s was re-created after it was deleted", filepath.Base(p))
 		}
 	}
+}
+
+// A file that carries our application id and a current schema version but
+// whose schema page is damaged: the probe does not parse the schema of such
+// a file (issue 18: ~3 ms of every start), so the writer's first statement
+// finds the damage. It must be refused the same way, file unchanged.
+func TestOpen_RejectsOurFileWithDamagedSchema_FileUnchanged(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "trovesnap.db")
+	s := openAt(t, p)
+	if err := s.Close(); err != nil { // checkpoints: everything is in the main file
+		t.Fatal(err)
+	}
+	b := readFile(t, p)
+	if got := binary.BigEndian.Uint32(b[68:72]); got != ApplicationID {
+		t.Fatalf("setup: application id %#x", got)
+	}
+	b[100] = 0xff // page 1's b-tree page type: sqlite_schema no longer reads
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	assertRejected(t, p, ErrCorruptDB)
 }

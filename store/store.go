@@ -177,7 +177,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // openErr is the error of a start-up step. Start-up errors go to the
 // operator (CLI, doctor), never through the gate, so they keep the driver
 // text: it is what tells an operator that the disk is full.
+//
+// A damaged file is ErrCorruptDB, as when the probe finds it: the probe does
+// not parse the schema of a file carrying our application id, so the
+// writer's first statement is what finds a damaged one.
 func (s *Store) openErr(step string, err error) error {
+	if damaged(err) {
+		return fmt.Errorf("store: open %s: %s: %w: %v", s.path, step, ErrCorruptDB, err)
+	}
 	return fmt.Errorf("store: open %s: %s: %w: %v", s.path, step, domain.ErrUnavailable, err)
 }
 
