@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -36,8 +35,8 @@ import (
 var assetExt = map[string]string{"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
 
 var (
-	assetTenantRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
-	assetHashRE   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	assetTenantRE = domain.LazyRegexp(`^[A-Za-z0-9_]{1,80}$`)
+	assetHashRE   = domain.LazyRegexp(`^sha256:[0-9a-f]{64}$`)
 )
 
 // AssetsDir is the directory that holds every source asset file.
@@ -47,7 +46,7 @@ func (s *Store) AssetsDir() string { return filepath.Join(filepath.Dir(s.path), 
 // directory. Its parts are checked, so it can never leave AssetsDir.
 func assetRelPath(tenantID, hash, mime string) (string, error) {
 	ext, ok := assetExt[mime]
-	if !ok || !assetTenantRE.MatchString(tenantID) || !assetHashRE.MatchString(hash) {
+	if !ok || !assetTenantRE().MatchString(tenantID) || !assetHashRE().MatchString(hash) {
 		return "", fmt.Errorf("store: asset path: %w", domain.ErrInvalidInput)
 	}
 	hex := strings.TrimPrefix(hash, "sha256:")

@@ -49,24 +49,24 @@ func RedactedSummary(args map[string]json.RawMessage) map[string]string {
 // safeValue matches what telemetry attributes may carry: ids, tool and code
 // names, versions, modes, hashes — short tokens of [A-Za-z0-9._:-] that
 // cannot hold a sentence, a title or an address.
-var safeValue = regexp.MustCompile(`^[A-Za-z0-9._:/-]{0,96}$`)
+var safeValue = domain.LazyRegexp(`^[A-Za-z0-9._:/-]{0,96}$`)
 
 // SafeAttributeValue reports whether s may be put in a span or metric
 // attribute. The gate's telemetry drops any value that fails it (defence in
 // depth: it only ever sets ids, names and codes).
 func SafeAttributeValue(s string) bool {
-	return safeValue.MatchString(s) && !LooksLikeSecret(s)
+	return safeValue().MatchString(s) && !LooksLikeSecret(s)
 }
 
 // secretPatterns are the shapes of credential material trovesnap handles or
 // might be handed: its own client tokens, bearer/JWT tokens, Supabase keys,
 // and generic key=value secrets.
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`tsk_[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._-]{8,}`),
-	regexp.MustCompile(`sb_(secret|publishable)_[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`(?i)(service_role|password|passwd|secret|api_key|refresh_token|access_token)["']?\s*[:=]\s*["']?[^\s"',}]{4,}`),
+var secretPatterns = []func() *regexp.Regexp{
+	domain.LazyRegexp(`tsk_[A-Za-z0-9_-]{8,}`),
+	domain.LazyRegexp(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
+	domain.LazyRegexp(`(?i)bearer\s+[A-Za-z0-9._-]{8,}`),
+	domain.LazyRegexp(`sb_(secret|publishable)_[A-Za-z0-9_-]{8,}`),
+	domain.LazyRegexp(`(?i)(service_role|password|passwd|secret|api_key|refresh_token|access_token)["']?\s*[:=]\s*["']?[^\s"',}]{4,}`),
 }
 
 // LooksLikeSecret reports whether s contains something shaped like a
@@ -80,7 +80,7 @@ func LooksLikeSecret(s string) bool {
 func FindSecrets(b []byte) []string {
 	var out []string
 	for _, re := range secretPatterns {
-		for _, m := range re.FindAll(b, -1) {
+		for _, m := range re().FindAll(b, -1) {
 			out = append(out, string(m))
 		}
 	}

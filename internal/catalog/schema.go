@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"regexp/syntax"
 	"strconv"
 	"strings"
@@ -532,20 +531,20 @@ func truncate(s string, n int) string {
 }
 
 // quotedName finds the Go-quoted names of a jsonschema-go message.
-var quotedName = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+var quotedName = domain.LazyRegexp(`"(?:[^"\\]|\\.)*"`)
 
 // plainField is a field name a refusal may repeat: the caller chose it, so
 // only a plain identifier is echoed (attack review, issue 18).
-var plainField = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+var plainField = domain.LazyRegexp(`^[A-Za-z0-9_]{1,64}$`)
 
 // unknownFields names the unknown fields of a refusal: at most five plain
 // names, and how many others there are.
 func unknownFields(list string) string {
 	var shown []string
 	others := 0
-	for _, q := range quotedName.FindAllString(list, -1) {
+	for _, q := range quotedName().FindAllString(list, -1) {
 		name, err := strconv.Unquote(q)
-		if err != nil || !plainField.MatchString(name) || len(shown) == 5 {
+		if err != nil || !plainField().MatchString(name) || len(shown) == 5 {
 			others++
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -28,7 +27,7 @@ var (
 // a leak scan and cannot be confused with other secrets.
 const TokenPrefix = "tsk_"
 
-var tokenRE = regexp.MustCompile(`^tsk_[a-z2-7]{52}$`)
+var tokenRE = LazyRegexp(`^tsk_[a-z2-7]{52}$`)
 
 // NewClientToken returns a fresh credential: "tsk_" + 256 random bits in
 // lower-case base32. It is shown once and stored only as a hash.
@@ -47,7 +46,7 @@ const PublicCredential = "public"
 
 // WellFormedToken reports whether s has the shape of a client credential.
 // A malformed credential is refused before any lookup.
-func WellFormedToken(s string) bool { return tokenRE.MatchString(s) }
+func WellFormedToken(s string) bool { return tokenRE().MatchString(s) }
 
 // NewClient is a client registration request.
 type NewClient struct {
@@ -111,16 +110,16 @@ const (
 	MaxOAuthResourceBytes = 2048
 )
 
-// OAuthClientIDRE is OAuthClientIDPattern compiled.
+// OAuthClientIDRE returns OAuthClientIDPattern compiled (on first use).
 var (
-	OAuthClientIDRE = regexp.MustCompile(OAuthClientIDPattern)
-	oauthResourceRE = regexp.MustCompile(OAuthResourcePattern)
+	OAuthClientIDRE = LazyRegexp(OAuthClientIDPattern)
+	oauthResourceRE = LazyRegexp(OAuthResourcePattern)
 )
 
 // CheckOAuthResource checks the resource URL a connector's tokens must name
 // (OAuthResourcePattern, at most MaxOAuthResourceBytes).
 func CheckOAuthResource(s string) error {
-	if len(s) > MaxOAuthResourceBytes || !oauthResourceRE.MatchString(s) {
+	if len(s) > MaxOAuthResourceBytes || !oauthResourceRE().MatchString(s) {
 		return Invalid("oauth_resource", "the server's MCP endpoint URL (https://host/mcp; http only on loopback), without credentials, query or fragment")
 	}
 	return nil
@@ -148,7 +147,7 @@ func ValidateNewClient(in NewClient) error {
 	}
 	switch {
 	case in.OAuthClientID == "" && in.OAuthResource == "":
-	case !OAuthClientIDRE.MatchString(in.OAuthClientID):
+	case !OAuthClientIDRE().MatchString(in.OAuthClientID):
 		return Invalid("oauth_client_id", "the OAuth client id of the connector: printable ASCII without spaces, at most 255 bytes")
 	default:
 		return CheckOAuthResource(in.OAuthResource)

@@ -8,7 +8,7 @@ import "regexp"
 // internal/sqlgen's tests hold the SQL copies to it.
 const IDSuffixPattern = `[A-Za-z0-9]{1,40}`
 
-var idSuffix = regexp.MustCompile(`^` + IDSuffixPattern + `$`)
+var idSuffix = LazyRegexp(`^` + IDSuffixPattern + `$`)
 
 // IDPattern is ValidID as an anchored regular expression, for tool input
 // schemas and for the id checks SQL spells out.

@@ -100,5 +100,5 @@ const (
 // (id_patterns.go) spells the same rule for schemas and SQL.
 func ValidID(prefix, id string) bool {
 	rest, ok := strings.CutPrefix(id, prefix+"_")
-	return ok && idSuffix.MatchString(rest)
+	return ok && idSuffix().MatchString(rest)
 }

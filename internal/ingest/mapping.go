@@ -3,7 +3,6 @@ package ingest
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -223,9 +222,9 @@ func headerKey(h string) string {
 }
 
 var (
-	itemIDShape   = regexp.MustCompile(domain.IDPattern(domain.PrefixItem))
-	categoryShape = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
-	moneyShape    = regexp.MustCompile(`^\$\s?[0-9][0-9,]*(\.[0-9]{1,2})?$`)
+	itemIDShape   = domain.LazyRegexp(domain.IDPattern(domain.PrefixItem))
+	categoryShape = domain.LazyRegexp(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
+	moneyShape    = domain.LazyRegexp(`^\$\s?[0-9][0-9,]*(\.[0-9]{1,2})?$`)
 )
 
 // shapeOf suggests a field from the values of column i when every sampled
@@ -252,17 +251,17 @@ func shapeOf(t *Table, i int) string {
 		return true
 	}
 	switch {
-	case all(itemIDShape.MatchString):
+	case all(itemIDShape().MatchString):
 		return FieldItemID
 	case all(func(v string) bool { s, ok := normalizeStatus(v); return ok && s != "" }):
 		return FieldReportedStatus
 	case all(func(v string) bool { c, ok := normalizeCondition(v); return ok && c != "" }):
 		return FieldCondition
-	case all(moneyShape.MatchString):
+	case all(moneyShape().MatchString):
 		return FieldPrice
 	case all(func(v string) bool { _, ok := parseDate(v); return ok }):
 		return FieldEffectiveAt
-	case all(categoryShape.MatchString):
+	case all(categoryShape().MatchString):
 		return FieldCategory
 	}
 	return ""

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -250,8 +249,8 @@ func CleanManualRow(ir *domain.ImportRow) {
 
 var (
 	categorySeparators = strings.NewReplacer(" > ", ".", ">", ".", "/", ".", "\\", ".", "|", ".", ":", ".", " › ", ".", "›", ".")
-	categoryPath       = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
-	roomName           = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+	categoryPath       = domain.LazyRegexp(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+	roomName           = domain.LazyRegexp(`^[a-z0-9_]{1,64}$`)
 )
 
 // normalizeCategory folds "Electronics > Audio > Receiver" into
@@ -263,7 +262,7 @@ func normalizeCategory(v string) (string, bool) {
 		parts[i] = snake(p)
 	}
 	c := strings.Join(parts, ".")
-	if len(c) > MaxCategory || !categoryPath.MatchString(c) {
+	if len(c) > MaxCategory || !categoryPath().MatchString(c) {
 		return "", false
 	}
 	return c, true
@@ -271,7 +270,7 @@ func normalizeCategory(v string) (string, bool) {
 
 func normalizeRoom(v string) (string, bool) {
 	r := snake(strings.ToLower(v))
-	if !roomName.MatchString(r) {
+	if !roomName().MatchString(r) {
 		return "", false
 	}
 	return r, true
@@ -344,7 +343,7 @@ func parseQuantity(v string) (int, bool) {
 	return n, true
 }
 
-var priceText = regexp.MustCompile(`^(?:usd\s*)?\$?\s*([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.([0-9]{1,2}))?\s*(?:usd)?$`)
+var priceText = domain.LazyRegexp(`^(?:usd\s*)?\$?\s*([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.([0-9]{1,2}))?\s*(?:usd)?$`)
 
 // parsePrice reads a price cell: whole cents when the column says cents,
 // otherwise an amount in dollars ("12", "12.5", "$1,234.56"). Blank is nil.
@@ -361,7 +360,7 @@ func parsePrice(v string, cents bool) (*int64, bool) {
 		}
 		total = n
 	} else {
-		m := priceText.FindStringSubmatch(v)
+		m := priceText().FindStringSubmatch(v)
 		if m == nil {
 			return nil, false
 		}

@@ -12,7 +12,6 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"net/http"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -68,8 +67,8 @@ func DecodeImageBase64(field, s string) ([]byte, error) {
 }
 
 var (
-	windowsPath = regexp.MustCompile(`^[A-Za-z]:[\\/]`)
-	urlScheme   = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]{1,15}):`)
+	windowsPath = domain.LazyRegexp(`^[A-Za-z]:[\\/]`)
+	urlScheme   = domain.LazyRegexp(`^([A-Za-z][A-Za-z0-9+.\-]{1,15}):`)
 	// Markers of share links and signed URLs that expire or need the
 	// owner's session: they cannot become durable media (§29.2).
 	expiringMarkers = []string{
@@ -87,7 +86,7 @@ var (
 func ReferenceReason(s string) string {
 	t := strings.TrimSpace(s)
 	send := " Send the image's bytes, base64-encoded, in image_base64."
-	if m := urlScheme.FindStringSubmatch(t); m != nil && !windowsPath.MatchString(t) {
+	if m := urlScheme().FindStringSubmatch(t); m != nil && !windowsPath().MatchString(t) {
 		scheme := strings.ToLower(m[1])
 		switch scheme {
 		case "data":
@@ -111,7 +110,7 @@ func ReferenceReason(s string) string {
 	// a well-known root directory.
 	switch {
 	case strings.HasPrefix(t, "~"), strings.HasPrefix(t, "./"), strings.HasPrefix(t, "../"),
-		strings.HasPrefix(t, `\\`), strings.HasPrefix(t, `.\`), windowsPath.MatchString(t),
+		strings.HasPrefix(t, `\\`), strings.HasPrefix(t, `.\`), windowsPath().MatchString(t),
 		strings.HasPrefix(t, "/") && (!base64Chars(t) || hasUnixRoot(t)),
 		strings.ContainsAny(t, `/\`) && looksLikeFileName(strings.ToLower(t[max(0, len(t)-8):])):
 		return "a local file path is readable only on your machine; the server never reads client paths." + send

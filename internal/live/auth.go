@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -288,11 +287,11 @@ func (e authErrorBody) code() string {
 	return authCode(s)
 }
 
-var codeRE = regexp.MustCompile(`^[a-z0-9_.\-]{1,64}$`)
+var codeRE = domain.LazyRegexp(`^[a-z0-9_.\-]{1,64}$`)
 
 func authCode(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
-	if !codeRE.MatchString(s) {
+	if !codeRE().MatchString(s) {
 		return ""
 	}
 	return s

@@ -148,7 +148,7 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (*domain.Conne
 	if !oauthex.MatchesResource(claims.Audience, v.resource) {
 		return invalid("access token not issued for this server (audience)")
 	}
-	if claims.Subject == "" || claims.ClientID == "" || !domain.OAuthClientIDRE.MatchString(claims.ClientID) || len(claims.Subject) > 255 {
+	if claims.Subject == "" || claims.ClientID == "" || !domain.OAuthClientIDRE().MatchString(claims.ClientID) || len(claims.Subject) > 255 {
 		return invalid("access token names no subject or OAuth client")
 	}
 	return &domain.Connector{Subject: claims.Subject, ClientID: claims.ClientID, Token: token}, claims.ExpiresAt.Time, nil

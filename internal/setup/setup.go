@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/triunalabs/trovesnap/internal/domain"
 )
 
 // TokenPlaceholder is printed instead of the client token when Input.Token is
@@ -106,8 +107,8 @@ type Preview struct {
 }
 
 var (
-	serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	tokenRE      = regexp.MustCompile(`^tsk_[A-Za-z0-9_]+$`)
+	serverNameRE = domain.LazyRegexp(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	tokenRE      = domain.LazyRegexp(`^tsk_[A-Za-z0-9_]+$`)
 )
 
 const maxClientIDLen = 128
@@ -399,7 +400,7 @@ func resolve(in Input) (facts, error) {
 	if f.name == "" {
 		f.name = DefaultServerName
 	}
-	if !serverNameRE.MatchString(f.name) {
+	if !serverNameRE().MatchString(f.name) {
 		return facts{}, fmt.Errorf("setup: invalid server name %q: want lower-case letters, digits, '_' or '-', starting with a letter or digit, at most 63 characters", f.name)
 	}
 	if f.portable {
@@ -414,7 +415,7 @@ func resolve(in Input) (facts, error) {
 	}
 	if f.token == "" {
 		f.token, f.placeholder = TokenPlaceholder, true
-	} else if !tokenRE.MatchString(f.token) {
+	} else if !tokenRE().MatchString(f.token) {
 		// Never echo the value: it is a credential.
 		return facts{}, errors.New(`setup: invalid client token: want "tsk_" followed by letters, digits or '_'`)
 	}
