@@ -19,16 +19,17 @@ import (
 // (0001, 0010) with the same text, tenant_usage as it was, and every
 // foreign key resolved; and the new CHECK takes 'duplicate'.
 func TestMigration0014_RebuildKeepsRowsIndexesTriggersAndUsage(t *testing.T) {
-	all := migrations
+	orig := migrations
+	all := orig()
 	i := slices.IndexFunc(all, func(m migration) bool { return strings.HasPrefix(m.name, "0014_") })
 	if i < 0 {
 		t.Fatal("no migration 0014")
 	}
 	path := filepath.Join(t.TempDir(), "trovesnap.db")
 	ds := fixtures.Dataset()
-	migrations = all[:i]
+	migrations = func() []migration { return all[:i] }
 	s, err := Open(context.Background(), path, Options{Clock: domain.NewFixedClock(epoch), Seed: &ds})
-	migrations = all
+	migrations = orig
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Migrations are embedded so the binary carries its schema: there is no file
@@ -20,10 +21,12 @@ var migrationsFS embed.FS
 type migration struct {
 	version int
 	name    string
-	sql     string
 }
 
-var migrations = loadMigrations()
+// migrations are read from the embedded files on first use: their SQL
+// (~160 KB) is needed only when a file is created or upgraded, and reading
+// it at package initialisation cost every start of every command (issue 18).
+var migrations = sync.OnceValue(loadMigrations)
 
 func loadMigrations() []migration {
 	names, err := fs.Glob(migrationsFS, "migrations/*.sql")
@@ -40,17 +43,13 @@ func loadMigrations() []migration {
 			// A build-time mistake, caught by every test that opens a store.
 			panic(fmt.Sprintf("store: migration %s: want %04d_<name>.sql", name, i+1))
 		}
-		body, err := migrationsFS.ReadFile(name)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, migration{version: v, name: base, sql: string(body)})
+		out = append(out, migration{version: v, name: base})
 	}
 	return out
 }
 
 // LatestSchemaVersion is the newest migration this release embeds.
-func LatestSchemaVersion() int { return len(migrations) }
+func LatestSchemaVersion() int { return len(migrations()) }
 
 // migrate applies the pending migrations, each in its own IMMEDIATE
 // transaction. user_version is re-read inside the transaction, after the
@@ -66,7 +65,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err == nil && cur == LatestSchemaVersion() {
 		return nil
 	}
-	for _, m := range migrations {
+	for _, m := range migrations() {
 		if err := s.applyMigration(ctx, m); err != nil {
 			return err
 		}
@@ -91,7 +90,11 @@ func (s *Store) applyMigration(ctx context.Context, m migration) error {
 	if cur >= m.version {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	body, err := migrationsFS.ReadFile("migrations/" + m.name)
+	if err != nil {
+		return s.openErr("migrate "+m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return s.openErr("migrate "+m.name, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
