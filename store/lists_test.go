@@ -341,3 +341,41 @@ func TestLists_AnonymousPrincipalRefused(t *testing.T) {
 		}
 	}
 }
+
+// An item with no photo is absent from the tally's GROUP BY: its tally is
+// zero, not missing, and it is not ready for want of an approved photo.
+func TestPhotoTally_ItemWithoutPhotos(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	p, err := s.ResolvePrincipal(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.ListItemDetails(ctx, p, domain.ItemQuery{Limit: 10}, domain.ItemIncludes{Photos: true})
+	if err != nil || len(full.Rows) < 2 {
+		t.Fatalf("ListItemDetails: %d rows, %v", len(full.Rows), err)
+	}
+	bare := full.Rows[0].ID
+	if len(full.Rows[0].Photos) == 0 {
+		t.Fatalf("setup: %s has no photo to remove", bare)
+	}
+	if _, err := rawDB(t, s.Path()).ExecContext(ctx, "DELETE FROM item_photos WHERE item_id = ?", bare); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListItemDetails(ctx, p, domain.ItemQuery{Limit: 10}, domain.ItemIncludes{PhotoTally: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range page.Rows {
+		want := domain.TallyPhotos(full.Rows[i].Photos)
+		if d.ID == bare {
+			want = domain.PhotoTally{}
+		}
+		if d.PhotoTally == nil || *d.PhotoTally != want || d.Photos != nil {
+			t.Fatalf("item %s: tally %v photos %v, want %+v and no photos", d.ID, d.PhotoTally, d.Photos, want)
+		}
+		if d.ID == bare && !slices.Contains(domain.TalliedReadiness(d.Item, *d.PhotoTally), "approved_photo") {
+			t.Fatalf("item %s without photos: readiness %v", d.ID, domain.TalliedReadiness(d.Item, *d.PhotoTally))
+		}
+	}
+}

@@ -107,8 +107,48 @@ func (s *Store) attachDetails(ctx context.Context, tx *sql.Tx, tenantID string, 
 			return err
 		}
 	}
+	if inc.PhotoTally {
+		if err := s.attachPhotoTally(ctx, tx, tenantID, items); err != nil {
+			return err
+		}
+	}
 	if inc.PriceHistory {
 		return s.attachPriceHistory(ctx, tx, tenantID, items)
+	}
+	return nil
+}
+
+// attachPhotoTally counts each item's photos, and those approved for
+// public view, in one aggregate query: a list row shows no more of them.
+func (s *Store) attachPhotoTally(ctx context.Context, tx *sql.Tx, tenantID string, items []domain.ItemDetail) error {
+	idx := make(map[string]int, len(items))
+	args := make([]any, 0, len(items)+1)
+	args = append(args, tenantID)
+	for i := range items {
+		items[i].PhotoTally = &domain.PhotoTally{}
+		idx[items[i].ID] = i
+		args = append(args, items[i].ID)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, count(*), sum(published) FROM item_photos
+		WHERE tenant_id = ? AND item_id IN `+placeholders(len(items))+` GROUP BY item_id`, args...)
+	if err != nil {
+		return s.dbErr("list items: photo tally", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			item             string
+			count, published int
+		)
+		if err := rows.Scan(&item, &count, &published); err != nil {
+			return s.dbErr("list items: photo tally", err)
+		}
+		if i, ok := idx[item]; ok {
+			*items[i].PhotoTally = domain.PhotoTally{Count: count, Published: published}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr("list items: photo tally", err)
 	}
 	return nil
 }

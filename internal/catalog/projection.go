@@ -274,11 +274,21 @@ func summarizeItem(role string, it domain.ItemDetail) ItemSummary {
 	v := projectItem(role, it)
 	s := ItemSummary{ID: v.ID, SaleID: v.SaleID, Title: v.Title, Category: v.Category, Room: v.Room, Status: v.Status,
 		Version: v.Version, PriceCents: v.PriceCents, QRCode: v.QRCode, CheckoutActions: v.CheckoutActions}
-	if v.Photos != nil {
-		s.PhotoCount = ptr(len(v.Photos))
-	}
-	if v.PublicationReadiness != nil {
-		s.Ready = ptr(v.PublicationReadiness.Ready)
+	switch {
+	case it.PhotoTally != nil: // photos tallied, not read (summaryIncludes)
+		if v.Photos != nil {
+			s.PhotoCount = ptr(it.PhotoTally.Count)
+		}
+		if v.PublicationReadiness != nil {
+			s.Ready = ptr(len(domain.TalliedReadiness(it.Item, *it.PhotoTally)) == 0)
+		}
+	default:
+		if v.Photos != nil {
+			s.PhotoCount = ptr(len(v.Photos))
+		}
+		if v.PublicationReadiness != nil {
+			s.Ready = ptr(v.PublicationReadiness.Ready)
+		}
 	}
 	return s
 }
@@ -302,30 +312,24 @@ func filtersReadable(role string, filters ...[2]string) error {
 func summaryIncludes(role string) domain.ItemIncludes {
 	inc := itemIncludes(role)
 	inc.PriceHistory = false
+	// A row shows how many photos and whether one is approved: counted,
+	// not read.
+	inc.PhotoTally, inc.Photos = inc.Photos, false
 	return inc
 }
 
-// readiness is the cataloger-visible publication checklist.
+// readiness is the cataloger-visible publication checklist: the domain's
+// rule (domain.PublicationReadiness), the one a publication proposal is
+// held to.
 func readiness(it domain.Item) Readiness {
-	r := Readiness{Missing: []string{}}
-	if it.Title == "" {
-		r.Missing = append(r.Missing, "title")
+	return readinessOf(domain.PublicationReadiness(it))
+}
+
+func readinessOf(missing []string) Readiness {
+	if missing == nil {
+		missing = []string{}
 	}
-	if it.Category == "" {
-		r.Missing = append(r.Missing, "category")
-	}
-	if it.PriceCents == nil {
-		r.Missing = append(r.Missing, "price")
-	}
-	published := false
-	for _, p := range it.Photos {
-		published = published || p.Published
-	}
-	if !published {
-		r.Missing = append(r.Missing, "approved_photo")
-	}
-	r.Ready = len(r.Missing) == 0
-	return r
+	return Readiness{Ready: len(missing) == 0, Missing: missing}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("ResolvePrincipal", func(t *testing.T) { testResolve(t, open(t)) })
 	t.Run("ListSales", func(t *testing.T) { testListSales(t, open(t)) })
 	t.Run("ListItems", func(t *testing.T) { testListItems(t, open(t)) })
+	t.Run("PhotoTally", func(t *testing.T) { testPhotoTally(t, open(t)) })
 	t.Run("ListCandidates", func(t *testing.T) { testListCandidates(t, open(t)) })
 	t.Run("DemandSignals", func(t *testing.T) { testDemand(t, open(t)) })
 	t.Run("CreateCandidate", func(t *testing.T) { testCreateCandidate(t, open(t)) })
@@ -353,6 +354,58 @@ func testListItems(t *testing.T, in Instance) {
 	}
 	if seen == 0 {
 		t.Fatal("no price history on the first page: the case proves nothing")
+	}
+}
+
+// testPhotoTally: a tally (ItemIncludes.PhotoTally, what a list row shows)
+// counts exactly the photos the Photos include reads, and reads none.
+func testPhotoTally(t *testing.T, in Instance) {
+	ctx := context.Background()
+	b := in.Backend
+	p := resolve(t, b, CredOwner)
+	q := domain.ItemQuery{Limit: 100}
+	full, err := b.ListItemDetails(ctx, p, q, domain.ItemIncludes{Photos: true})
+	if err != nil {
+		t.Fatalf("ListItemDetails photos: %v", err)
+	}
+	tallied, err := b.ListItemDetails(ctx, p, q, domain.ItemIncludes{PhotoTally: true})
+	if err != nil {
+		t.Fatalf("ListItemDetails tally: %v", err)
+	}
+	if len(full.Rows) == 0 || len(full.Rows) != len(tallied.Rows) {
+		t.Fatalf("%d rows with photos, %d tallied", len(full.Rows), len(tallied.Rows))
+	}
+	var some, mixed bool
+	for i, d := range tallied.Rows {
+		f := full.Rows[i]
+		want := domain.TallyPhotos(f.Photos)
+		switch {
+		case d.ID != f.ID:
+			t.Fatalf("row %d: %s tallied, %s read", i, d.ID, f.ID)
+		case d.Photos != nil:
+			t.Fatalf("item %s: photos read although only a tally was asked for", d.ID)
+		case d.PhotoTally == nil || *d.PhotoTally != want:
+			t.Fatalf("item %s: tally %+v, want %+v", d.ID, d.PhotoTally, want)
+		case f.PhotoTally != nil:
+			t.Fatalf("item %s: a tally although none was asked for", d.ID)
+		case !slices.Equal(domain.TalliedReadiness(d.Item, *d.PhotoTally), domain.PublicationReadiness(f.Item)):
+			t.Fatalf("item %s: tallied readiness %v, read %v", d.ID, domain.TalliedReadiness(d.Item, *d.PhotoTally), domain.PublicationReadiness(f.Item))
+		}
+		some = some || want.Published > 0
+		mixed = mixed || (want.Published > 0 && want.Published < want.Count)
+	}
+	if !some || !mixed {
+		t.Fatalf("the page lacks an item with a published photo (%v) or with both kinds (%v): the case proves less", some, mixed)
+	}
+	// The disposition queue's rows are tallied the same way.
+	dq, err := b.DispositionQueue(ctx, p, domain.DispositionQuery{SaleID: fixtures.ClosedSaleID, Limit: 100}, domain.ItemIncludes{PhotoTally: true})
+	if err != nil {
+		t.Fatalf("DispositionQueue tally: %v", err)
+	}
+	for _, e := range dq.Rows {
+		if e.Photos != nil || e.PhotoTally == nil {
+			t.Fatalf("disposition entry %s: photos %v, tally %v", e.ID, e.Photos, e.PhotoTally)
+		}
 	}
 }
 

@@ -284,6 +284,17 @@ func PromotionFieldPermission(field string) string {
 // PublicationReadiness is the publication checklist of an item: what is
 // missing (title, category, price, approved_photo); empty when ready.
 func PublicationReadiness(it Item) []string {
+	return publicationMissing(it, slices.ContainsFunc(it.Photos, func(ph Photo) bool { return ph.Published }))
+}
+
+// TalliedReadiness is PublicationReadiness of an item whose photos were
+// tallied (ItemIncludes.PhotoTally) rather than read.
+func TalliedReadiness(it Item, t PhotoTally) []string {
+	return publicationMissing(it, t.Published > 0)
+}
+
+// publicationMissing is the checklist itself: one rule for both.
+func publicationMissing(it Item, publishedPhoto bool) []string {
 	var out []string
 	if strings.TrimSpace(it.Title) == "" {
 		out = append(out, "title")
@@ -294,7 +305,7 @@ func PublicationReadiness(it Item) []string {
 	if it.PriceCents == nil {
 		out = append(out, "price")
 	}
-	if !slices.ContainsFunc(it.Photos, func(ph Photo) bool { return ph.Published }) {
+	if !publishedPhoto {
 		out = append(out, "approved_photo")
 	}
 	return out

@@ -197,15 +197,40 @@ type MarketplaceHit struct {
 
 // ItemIncludes says which extras of an item to read besides its row.
 type ItemIncludes struct {
-	Photos       bool
+	Photos bool
+	// PhotoTally counts an item's photos, and those approved for public
+	// view, without reading them (ItemDetail.PhotoTally; Item.Photos stays
+	// nil): what a list row shows of them (issue 18: a 50-item page read
+	// ~175 photo rows to count them).
+	PhotoTally   bool
 	PriceHistory bool
 	Provenance   bool
+}
+
+// PhotoTally is how many photos an item has, and how many of them are
+// approved for public view.
+type PhotoTally struct {
+	Count     int
+	Published int
+}
+
+// TallyPhotos is the PhotoTally of photos.
+func TallyPhotos(photos []Photo) PhotoTally {
+	t := PhotoTally{Count: len(photos)}
+	for _, ph := range photos {
+		if ph.Published {
+			t.Published++
+		}
+	}
+	return t
 }
 
 // ItemDetail is an item with the extras an ItemIncludes asked for. Like
 // Item, it is never returned as-is: tools project it by role.
 type ItemDetail struct {
 	Item
+	// PhotoTally is set when ItemIncludes.PhotoTally asked for it.
+	PhotoTally   *PhotoTally
 	PriceHistory []PriceChange
 	// Provenance is where a promoted item came from: nil for an item made
 	// otherwise, or when not asked for.

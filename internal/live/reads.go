@@ -133,7 +133,7 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 		return domain.Page[domain.ItemDetail]{}, err
 	}
 	args := map[string]any{"p_limit": limit,
-		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}
+		"p_include_photos": readsPhotos(inc), "p_include_price_history": inc.PriceHistory}
 	for k, v := range map[string]string{"p_sale_id": q.SaleID, "p_status": q.Status, "p_room": q.Room, "p_category": q.Category} {
 		if v != "" {
 			args[k] = v
@@ -152,13 +152,8 @@ func (b *Backend) ListItemDetails(ctx context.Context, p domain.Principal, q dom
 	}
 	out := domain.Page[domain.ItemDetail]{Rows: make([]domain.ItemDetail, len(rows.Rows)), NextCursor: rows.NextCursor}
 	for i, r := range rows.Rows {
-		out.Rows[i] = domain.ItemDetail{Item: r.Item, PriceHistory: r.PriceHistory}
-		if inc.Photos && out.Rows[i].Photos == nil {
-			out.Rows[i].Photos = []domain.Photo{}
-		}
-		if inc.PriceHistory && out.Rows[i].PriceHistory == nil {
-			out.Rows[i].PriceHistory = []domain.PriceChange{}
-		}
+		r.Provenance = nil // a list reads no provenance
+		out.Rows[i] = r.detail(inc)
 	}
 	return out, nil
 }

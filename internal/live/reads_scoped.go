@@ -45,7 +45,7 @@ func (b *Backend) GetItem(ctx context.Context, p domain.Principal, itemID string
 	}
 	var r itemRow
 	if err := b.callClient(ctx, tok, fn, map[string]any{"p_item_id": itemID,
-		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}, &r); err != nil {
+		"p_include_photos": readsPhotos(inc), "p_include_price_history": inc.PriceHistory}, &r); err != nil {
 		return domain.ItemDetail{}, err
 	}
 	if r.ID == "" {
@@ -54,12 +54,21 @@ func (b *Backend) GetItem(ctx context.Context, p domain.Principal, itemID string
 	return r.detail(inc), nil
 }
 
+// readsPhotos is whether an RPC must return an item's photos: to show
+// them, or to tally them (the RPCs return no tally of their own, so live
+// mode counts what they return).
+func readsPhotos(inc domain.ItemIncludes) bool { return inc.Photos || inc.PhotoTally }
+
 // detail is the ItemDetail of a row, its extras present (possibly empty)
 // exactly when asked for, like the store's.
 func (r itemRow) detail(inc domain.ItemIncludes) domain.ItemDetail {
 	d := domain.ItemDetail{Item: r.Item, PriceHistory: r.PriceHistory}
 	if inc.Provenance {
 		d.Provenance = r.Provenance
+	}
+	if inc.PhotoTally {
+		t := domain.TallyPhotos(d.Photos)
+		d.PhotoTally = &t
 	}
 	switch {
 	case !inc.Photos:
@@ -307,7 +316,7 @@ func (b *Backend) DispositionQueue(ctx context.Context, p domain.Principal, q do
 		return domain.Page[domain.DispositionEntry]{}, err
 	}
 	args := map[string]any{"p_sale_id": q.SaleID, "p_limit": limit,
-		"p_include_photos": inc.Photos, "p_include_price_history": inc.PriceHistory}
+		"p_include_photos": readsPhotos(inc), "p_include_price_history": inc.PriceHistory}
 	if q.Room != "" {
 		args["p_room"] = q.Room
 	}
