@@ -326,3 +326,58 @@ func TestGroupCommit_ConcurrentEventsKeepTheChain(t *testing.T) {
 	}
 	t.Logf("200 events in %d shared transactions", s.group.groups.Load()-base)
 }
+
+// A window's first count drops the older windows of its bucket and class,
+// and only then: the counters hold the current window (and nothing older)
+// of each bucket and class that counted in it.
+func TestConsumeRate_NewWindowDropsOlderOnes(t *testing.T) {
+	ctx := context.Background()
+	clock := domain.NewFixedClock(epoch.Truncate(time.Minute).Add(5 * time.Second))
+	s := openTest(t, func(o *Options) { o.Clock = clock })
+	p := principal(t, s, "")
+	rows := func() (n int, oldest int64) {
+		t.Helper()
+		if err := s.r.QueryRowContext(ctx, "SELECT count(*), ifnull(min(window_start), 0) FROM rate_counters WHERE class = ?",
+			domain.LimitReads).Scan(&n, &oldest); err != nil {
+			t.Fatal(err)
+		}
+		return n, oldest
+	}
+	count := func() {
+		t.Helper()
+		if d, err := s.ConsumeRate(ctx, p, domain.LimitReads); err != nil || !d.Allowed {
+			t.Fatalf("ConsumeRate: %+v %v", d, err)
+		}
+	}
+	count()
+	count()
+	first := clock.Now().Unix() - clock.Now().Unix()%60
+	if n, oldest := rows(); n != 1 || oldest != first {
+		t.Fatalf("after two counts in one window: %d rows, oldest %d; want 1, %d", n, oldest, first)
+	}
+	// Another bucket's old window is not this bucket's to drop.
+	other := p
+	other.Client.ID = "client_other"
+	if _, err := s.ConsumeRate(ctx, other, domain.LimitReads); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	count()
+	now := clock.Now().Unix() - clock.Now().Unix()%60
+	var mine, theirs int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE bucket = ?), count(*) FILTER (WHERE bucket <> ?)
+		FROM rate_counters WHERE class = ?`, domain.RateBucket(p), domain.RateBucket(p), domain.LimitReads).Scan(&mine, &theirs); err != nil {
+		t.Fatal(err)
+	}
+	if mine != 1 || theirs != 1 {
+		t.Fatalf("after the new window's first count: %d rows of the bucket (want 1: the new window), %d of another (want 1: untouched)", mine, theirs)
+	}
+	if n, oldest := rows(); n != 2 || oldest != first {
+		t.Fatalf("rows %d oldest %d", n, oldest)
+	}
+	var cur int
+	if err := s.r.QueryRowContext(ctx, "SELECT count FROM rate_counters WHERE bucket = ? AND class = ? AND window_start = ?",
+		domain.RateBucket(p), domain.LimitReads, now).Scan(&cur); err != nil || cur != 1 {
+		t.Fatalf("the new window's count = %d, %v", cur, err)
+	}
+}

@@ -69,50 +69,70 @@ func (s *Store) EffectiveLimits(ctx context.Context, tenantID, clientID string) 
 
 type queryRower interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }
 
 func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, error) {
 	if tenantID == "" {
 		return domain.DefaultLimits(), nil
 	}
-	tl, _, err := s.limitsRow(ctx, q, tenantID, "")
-	if err != nil || clientID == "" {
-		return tl.Effective(), err
-	}
-	cl, found, err := s.limitsRow(ctx, q, tenantID, clientID)
-	if err != nil || !found {
-		return tl.Effective(), err // no row of its own: the tenant's
-	}
-	return domain.Narrow(tl, cl), nil
-}
-
-// limitsRow reads one mcp_limits row, DefaultLimits where there is none
-// (found false). The quota columns are read from the tenant's row only
-// (NULL: default).
-func (s *Store) limitsRow(ctx context.Context, q queryRower, tenantID, clientID string) (domain.Limits, bool, error) {
-	l := domain.DefaultLimits()
-	var cands, bytes sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
-		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, rejected_calls_per_minute,
-		maximum_open_candidates, maximum_candidate_bytes FROM mcp_limits
-		WHERE tenant_id = ? AND client_id = ?`, tenantID, clientID).
-		Scan(&l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
-			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute, &cands, &bytes)
-	if errors.Is(err, sql.ErrNoRows) {
-		return l, false, nil
-	}
-	if err != nil {
-		return l, false, s.dbErr("limits", err)
-	}
-	if clientID == "" {
+	// The tenant's row (client_id '') and the client's own, in one
+	// statement: every counted call reads them (issue 18).
+	tl := domain.DefaultLimits()
+	var (
+		cl    domain.Limits
+		found bool
+	)
+	err := queryRows(ctx, q, func(r *sql.Rows) error {
+		l := domain.DefaultLimits()
+		var (
+			id           string
+			cands, bytes sql.NullInt64
+		)
+		if err := r.Scan(&id, &l.ReadsPerMinute, &l.CandidateWritesPerMinute, &l.ProposalsPerMinute, &l.ControlledActionsPerMinute,
+			&l.MaxBulkTargets, &l.MaxDailyPaidCostUSD, &l.RejectedPerMinute, &cands, &bytes); err != nil {
+			return err
+		}
+		if id != "" {
+			cl, found = l, true
+			return nil
+		}
+		// The quota columns are read from the tenant's row only (NULL:
+		// default).
 		if cands.Valid {
 			l.MaxOpenCandidates = int(cands.Int64)
 		}
 		if bytes.Valid {
 			l.MaxCandidateBytes = bytes.Int64
 		}
+		tl = l
+		return nil
+	}, `SELECT client_id, read_calls_per_minute, candidate_writes_per_minute, proposals_per_minute,
+		controlled_actions_per_minute, maximum_bulk_targets, maximum_daily_paid_cost_usd, rejected_calls_per_minute,
+		maximum_open_candidates, maximum_candidate_bytes FROM mcp_limits
+		WHERE tenant_id = ? AND client_id IN ('', ?)`, tenantID, clientID)
+	if err != nil {
+		return tl.Effective(), s.dbErr("limits", err)
 	}
-	return l, true, nil
+	if clientID == "" || !found {
+		return tl.Effective(), nil // no row of its own: the tenant's
+	}
+	return domain.Narrow(tl, cl), nil
+}
+
+// queryRows runs query on q and calls scan for each row.
+func queryRows(ctx context.Context, q queryRower, scan func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // ConsumeRate counts one call of class for the principal's client in the
@@ -171,10 +191,6 @@ func (s *Store) consumeRate(ctx context.Context, tx *sql.Tx, p domain.Principal,
 	if d.Limit == 0 {
 		return d, nil // a limit of 0 admits nothing
 	}
-	// Old windows are dropped as new ones start; the table stays tiny.
-	if _, err := tx.ExecContext(ctx, "DELETE FROM rate_counters WHERE bucket = ? AND class = ? AND window_start < ?", bucket, class, window); err != nil {
-		return d, s.dbErr("rate window", err)
-	}
 	var count int64
 	err = tx.QueryRowContext(ctx, `INSERT INTO rate_counters (bucket, class, window_start, count) VALUES (?, ?, ?, 1)
 		ON CONFLICT (bucket, class, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
@@ -184,6 +200,14 @@ func (s *Store) consumeRate(ctx context.Context, tx *sql.Tx, p domain.Principal,
 	}
 	if err != nil {
 		return d, s.dbErr("rate count", err)
+	}
+	if count == 1 {
+		// This call opened its window: the older windows of its bucket and
+		// class are dropped, so the table stays tiny. (Only then: deleting
+		// on every call was one statement more per call; issue 18.)
+		if _, err := tx.ExecContext(ctx, "DELETE FROM rate_counters WHERE bucket = ? AND class = ? AND window_start < ?", bucket, class, window); err != nil {
+			return d, s.dbErr("rate window", err)
+		}
 	}
 	d.Allowed = true
 	return d, nil
