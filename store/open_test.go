@@ -371,22 +371,63 @@ func TestOpen_DeletedFileIsNotRecreated(t *testing.T) {
 }
 
 // A file that carries our application id and a current schema version but
-// whose schema page is damaged: the probe does not parse the schema of such
-// a file (issue 18: ~3 ms of every start), so the writer's first statement
-// finds the damage. It must be refused the same way, file unchanged.
-func TestOpen_RejectsOurFileWithDamagedSchema_FileUnchanged(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "trovesnap.db")
-	s := openAt(t, p)
-	if err := s.Close(); err != nil { // checkpoints: everything is in the main file
-		t.Fatal(err)
+// whose schema is damaged: the probe does not parse the schema of such a
+// file (issue 18: ~3 ms of every start), so the writer's first statement
+// finds the damage. It must be refused the same way, with the main file and
+// its WAL unchanged: the damage checkpointed into the main file, or only in
+// the WAL, or in the main file with later commits still in the WAL (the
+// attack review found the writer's close checkpointing the WAL of a refused
+// file and deleting it).
+func TestOpen_RejectsOurFileWithDamagedSchema_FilesUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		checkpoint bool     // the damage copied into the main file
+		later      []string // commits left in the WAL after it
+	}{
+		{name: "in the main file", checkpoint: true},
+		{name: "only in the WAL"},
+		{name: "in the main file, later commits in the WAL", checkpoint: true,
+			later: []string{"DELETE FROM rate_counters", "INSERT INTO rate_counters (bucket, class, window_start, count) VALUES ('b', 'read', 1, 1)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "src.db")
+			if err := openAt(t, src).Close(); err != nil {
+				t.Fatal(err)
+			}
+			db := rawDB(t, src)
+			db.SetMaxOpenConns(1)
+			stmts := []string{"PRAGMA writable_schema = ON", "UPDATE sqlite_schema SET sql = 'CREATE TABLE broken(' WHERE name = 'mcp_limits'"}
+			if tc.checkpoint {
+				stmts = append(stmts, "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA writable_schema = OFF")
+			}
+			for _, q := range append(stmts, tc.later...) {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			// Copied while the raw connection is open: the WAL is kept.
+			victim := filepath.Join(dir, "trovesnap.db")
+			for _, suffix := range []string{"", "-wal"} {
+				b, err := os.ReadFile(src + suffix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(victim+suffix, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := binary.BigEndian.Uint32(readFile(t, victim)[68:72]); got != ApplicationID {
+				t.Fatalf("setup: application id %#x", got)
+			}
+			wal := readFile(t, victim+"-wal")
+			if (len(wal) == 0) == (!tc.checkpoint || len(tc.later) > 0) {
+				t.Fatalf("setup: a WAL of %d bytes", len(wal))
+			}
+			assertRejected(t, victim, ErrCorruptDB)
+			if !bytes.Equal(wal, readFile(t, victim+"-wal")) {
+				t.Fatalf("the refused file's WAL was changed (%d -> %d bytes)", len(wal), len(readFile(t, victim+"-wal")))
+			}
+		})
 	}
-	b := readFile(t, p)
-	if got := binary.BigEndian.Uint32(b[68:72]); got != ApplicationID {
-		t.Fatalf("setup: application id %#x", got)
-	}
-	b[100] = 0xff // page 1's b-tree page type: sqlite_schema no longer reads
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	assertRejected(t, p, ErrCorruptDB)
 }

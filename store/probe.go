@@ -44,34 +44,53 @@ const (
 // whether any table exists. mode=ro makes SQLite itself refuse every write;
 // at most it creates the -wal/-shm side files of a WAL database, which is
 // what any reader does and never changes the database file.
-func probe(ctx context.Context, path string) error {
+//
+// A file that passes is held open by the probe's connection until release is
+// called: Open calls it once the writer has started, or has been closed after
+// a failed start. The probe does not parse the schema of a file carrying our
+// application id (~3 ms of a start); the writer's first statement does, and
+// refuses a damaged one. Held, the read-only connection keeps the writer
+// from being the file's last connection when it closes on that refusal, so
+// the writer's close does not checkpoint a WAL into the refused file (found
+// by the attack review of issue 18); a read-only connection never
+// checkpoints when it closes.
+func probe(ctx context.Context, path string) (release func(), err error) {
+	nothing := func() {}
 	main, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // a new database
+		return nothing, nil // a new database
 	}
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if !main.Mode().IsRegular() {
-		return fmt.Errorf("store: open %s: not a regular file: %w", path, ErrCorruptDB)
+		return nil, fmt.Errorf("store: open %s: not a regular file: %w", path, ErrCorruptDB)
 	}
 	if main.Size() == 0 {
 		// An empty main file is a new database, unless a WAL beside it holds
 		// pages never checkpointed: then it is a database whose content
 		// lives in the WAL, and it must be probed like any other.
 		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
-			return nil
+			return nothing, nil
 		}
 	} else if err := checkHeader(path); err != nil {
-		return err
+		return nil, err
 	}
 
 	db, err := sql.Open("sqlite", fileURI(path)+"?mode=ro")
 	if err != nil {
-		return fmt.Errorf("store: open %s: probe: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: probe: %w", path, err)
 	}
-	defer func() { _ = db.Close() }()
+	held := false
+	defer func() {
+		if !held {
+			_ = db.Close()
+		}
+	}()
 	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 
 	var appID, userVersion, tables int
 	// The three values are read in one read transaction, so from one
@@ -108,30 +127,31 @@ func probe(ctx context.Context, path string) error {
 	for attempt := 0; attempt < 50 && err != nil && strings.Contains(err.Error(), "SQLITE_BUSY"); attempt++ {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
 		}
 		err = read()
 	}
 	if err != nil {
 		if damaged(err) {
-			return fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
+			return nil, fmt.Errorf("store: open %s: %w", path, ErrCorruptDB)
 		}
-		return fmt.Errorf("store: open %s: probe: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: probe: %w", path, err)
 	}
 
 	if appID != ApplicationID {
 		// An empty SQLite file (no table, version 0) is harmless to adopt:
 		// the first migration stamps our application id on it.
 		if tables > 0 || userVersion != 0 {
-			return fmt.Errorf("store: open %s: application_id %#x, %d tables: %w", path, appID, tables, ErrForeignDB)
+			return nil, fmt.Errorf("store: open %s: application_id %#x, %d tables: %w", path, appID, tables, ErrForeignDB)
 		}
-		return nil
+		return nothing, nil
 	}
 	if latest := LatestSchemaVersion(); userVersion > latest {
-		return fmt.Errorf("store: open %s: schema version %d, this release knows up to %d: %w", path, userVersion, latest, ErrNewerSchema)
+		return nil, fmt.Errorf("store: open %s: schema version %d, this release knows up to %d: %w", path, userVersion, latest, ErrNewerSchema)
 	}
-	return nil
+	held = true
+	return func() { _ = db.Close() }, nil
 }
 
 // damaged reports whether err is SQLite finding the file not a database or

@@ -117,9 +117,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: synchronous must be NORMAL or FULL, not %q: %w", path, opts.Synchronous, domain.ErrInvalidInput)
 	}
 
-	if err := probe(ctx, path); err != nil {
+	release, err := probe(ctx, path)
+	if err != nil {
 		return nil, err
 	}
+	// Released once the writer has started, or has been closed after a
+	// failed start (probe: the writer must not be the file's last
+	// connection when it closes on a damaged file).
+	defer release()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
 	}
