@@ -474,7 +474,7 @@ func (c *guardConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // EncodeMessage.
 func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	resp, ok := msg.(*jsonrpc.Response)
-	if !ok || resp.Error != nil || len(resp.Result) == 0 || !resp.ID.IsValid() {
+	if !ok || resp.Error != nil || !compactObject(resp.Result) || !resp.ID.IsValid() {
 		return jsonrpc.EncodeMessage(msg)
 	}
 	var id []byte
@@ -498,6 +498,16 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	b = append(b, `,"result":`...)
 	b = append(b, resp.Result...)
 	return append(b, '}'), nil
+}
+
+// compactObject is a cheap check that a result is what the SDK hands over —
+// one compact JSON object — before it is written as is: a result that is
+// not (a raw newline would break stdout's framing; found by the attack
+// review) goes through EncodeMessage, which compacts and validates it. A
+// full validation would be the scan the fast path saves; the SDK's results
+// are encoding/json's output.
+func compactObject(b []byte) bool {
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0
 }
 
 // release gives back the budget of the call answered with id.
