@@ -274,21 +274,17 @@ func summarizeItem(role string, it domain.ItemDetail) ItemSummary {
 	v := projectItem(role, it)
 	s := ItemSummary{ID: v.ID, SaleID: v.SaleID, Title: v.Title, Category: v.Category, Room: v.Room, Status: v.Status,
 		Version: v.Version, PriceCents: v.PriceCents, QRCode: v.QRCode, CheckoutActions: v.CheckoutActions}
-	switch {
-	case it.PhotoTally != nil: // photos tallied, not read (summaryIncludes)
-		if v.Photos != nil {
-			s.PhotoCount = ptr(it.PhotoTally.Count)
-		}
-		if v.PublicationReadiness != nil {
-			s.Ready = ptr(len(domain.TalliedReadiness(it.Item, *it.PhotoTally)) == 0)
-		}
-	default:
-		if v.Photos != nil {
-			s.PhotoCount = ptr(len(v.Photos))
-		}
-		if v.PublicationReadiness != nil {
-			s.Ready = ptr(v.PublicationReadiness.Ready)
-		}
+	// The photos tallied (summaryIncludes), or read: a row shows how many
+	// and whether the item is ready, where the projection shows them.
+	t := domain.TallyPhotos(it.Photos)
+	if it.PhotoTally != nil {
+		t = *it.PhotoTally
+	}
+	if v.Photos != nil {
+		s.PhotoCount = ptr(t.Count)
+	}
+	if v.PublicationReadiness != nil {
+		s.Ready = ptr(len(domain.TalliedReadiness(it.Item, t)) == 0)
 	}
 	return s
 }
