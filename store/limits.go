@@ -120,21 +120,6 @@ func (s *Store) effectiveLimits(ctx context.Context, q queryRower, tenantID, cli
 	return domain.Narrow(tl, cl), nil
 }
 
-// queryRows runs query on q and calls scan for each row.
-func queryRows(ctx context.Context, q queryRower, scan func(*sql.Rows) error, query string, args ...any) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // ConsumeRate counts one call of class for the principal's client in the
 // current one-minute window, unless the window is full. Check and count are
 // one statement under the write lock, so processes sharing the file cannot

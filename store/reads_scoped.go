@@ -39,6 +39,21 @@ func (w *where) assignedSales(col string, p domain.Principal) {
 // placeholders returns "(?, ?, …)" for n values.
 func placeholders(n int) string { return "(?" + strings.Repeat(", ?", n-1) + ")" }
 
+// queryRows runs query on q and calls scan for each row.
+func queryRows(ctx context.Context, q queryRower, scan func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 func anyArgs(xs []string) []any {
 	out := make([]any, len(xs))
 	for i, x := range xs {
@@ -129,25 +144,21 @@ func (s *Store) attachPhotoTally(ctx context.Context, tx *sql.Tx, tenantID strin
 		idx[items[i].ID] = i
 		args = append(args, items[i].ID)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT item_id, count(*), sum(published) FROM item_photos
-		WHERE tenant_id = ? AND item_id IN `+placeholders(len(items))+` GROUP BY item_id`, args...)
-	if err != nil {
-		return s.dbErr("list items: photo tally", err)
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
+	err := queryRows(ctx, tx, func(r *sql.Rows) error {
 		var (
 			item             string
 			count, published int
 		)
-		if err := rows.Scan(&item, &count, &published); err != nil {
-			return s.dbErr("list items: photo tally", err)
+		if err := r.Scan(&item, &count, &published); err != nil {
+			return err
 		}
 		if i, ok := idx[item]; ok {
 			*items[i].PhotoTally = domain.PhotoTally{Count: count, Published: published}
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT item_id, count(*), sum(published) FROM item_photos
+		WHERE tenant_id = ? AND item_id IN `+placeholders(len(items))+` GROUP BY item_id`, args...)
+	if err != nil {
 		return s.dbErr("list items: photo tally", err)
 	}
 	return nil
